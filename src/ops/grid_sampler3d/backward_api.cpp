@@ -1,0 +1,131 @@
+// aclnnGridSampler3DBackwardGetWorkspaceSize / aclnnGridSampler3DBackward: checks in CANN's
+// order (../shared/spec/aclnn.md), then a plan (the kernel's views) held by the executor.
+#include <limits>
+#include <new>
+
+#include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "kernels/grid_sampler3d_kernels.h"
+#include "ops/executor.h"
+#include "ops/grid_sampler3d/tensor_checks.h"
+#include "runtime/recent_error.h"
+
+namespace gs3d::grid_sampler3d {
+namespace {
+
+constexpr const char* kApi = "aclnnGridSampler3DBackwardGetWorkspaceSize";
+constexpr const char* kLaunchApi = "aclnnGridSampler3DBackward";
+
+aclnnStatus CheckShapes(const Arg& grad_output, const Arg& input, const Arg& grid, const Arg& input_grad,
+                        const Arg& grid_grad, bool channel_last) {
+    for (const Arg& arg : {input, grid, grad_output}) GS3D_RETURN_IF_ERROR(CheckRank5(kApi, arg));
+    const aclTensor* g = grid.tensor;
+    const int64_t n = VolumeDim(input.tensor, channel_last, 0);
+    const int64_t c = VolumeDim(input.tensor, channel_last, 1);
+    if (g->view_dims[0] != n || VolumeDim(grad_output.tensor, channel_last, 0) != n)
+        return RecordError(ACLNN_ERR_PARAM_INVALID, "%s: N differs: input %s, grid %s, gradOutput %s", kApi,
+                           ShapeString(input.tensor).c_str(), ShapeString(g).c_str(),
+                           ShapeString(grad_output.tensor).c_str());
+    if (VolumeDim(grad_output.tensor, channel_last, 1) != c)
+        return RecordError(ACLNN_ERR_PARAM_INVALID, "%s: gradOutput has shape %s; its C must equal input's, %lld (%s)",
+                           kApi, ShapeString(grad_output.tensor).c_str(), (long long)c,
+                           channel_last ? "NDHWC" : "NCDHW");
+    for (int i = 2; i < 5; ++i)
+        if (VolumeDim(grad_output.tensor, channel_last, i) != g->view_dims[i - 1])
+            return RecordError(ACLNN_ERR_PARAM_INVALID, "%s: grid has shape %s; its D, H, W must equal gradOutput's %s",
+                               kApi, ShapeString(g).c_str(), ShapeString(grad_output.tensor).c_str());
+    if (g->view_dims[4] != 3)
+        return RecordError(ACLNN_ERR_PARAM_INVALID, "%s: grid has shape %s; its last dim must be 3", kApi,
+                           ShapeString(g).c_str());
+    GS3D_RETURN_IF_ERROR(CheckSameShape(kApi, input_grad, input));
+    GS3D_RETURN_IF_ERROR(CheckSameShape(kApi, grid_grad, grid));
+    return CheckInputVolumeNotEmpty(kApi, input, channel_last);
+}
+
+aclnnStatus GetWorkspaceSize(const aclTensor* grad_output_tensor, const aclTensor* input_tensor,
+                             const aclTensor* grid_tensor, int64_t interpolation_mode, int64_t padding_mode,
+                             bool align_corners, const aclBoolArray* output_mask, aclTensor* input_grad_tensor,
+                             aclTensor* grid_grad_tensor, uint64_t* workspace_size, aclOpExecutor** executor) {
+    if (!workspace_size || !executor)
+        return RecordError(ACLNN_ERR_PARAM_NULLPTR, "%s: %s is null", kApi, !workspace_size ? "workspaceSize" : "executor");
+    const Arg grad_output{"gradOutput", grad_output_tensor}, input{"input", input_tensor}, grid{"grid", grid_tensor},
+        input_grad{"inputGrad", input_grad_tensor}, grid_grad{"gridGrad", grid_grad_tensor};
+    for (const Arg& arg : {grad_output, input, grid, input_grad, grid_grad}) GS3D_RETURN_IF_ERROR(CheckNotNull(kApi, arg));
+    GS3D_RETURN_IF_ERROR(CheckSupportedDtype(kApi, input));
+    for (const Arg& arg : {grad_output, grid, input_grad, grid_grad}) GS3D_RETURN_IF_ERROR(CheckSameDtype(kApi, arg, input));
+    for (const Arg& arg : {grad_output, input, grid, input_grad, grid_grad})
+        GS3D_RETURN_IF_ERROR(CheckSupportedFormat(kApi, arg));
+    GS3D_RETURN_IF_ERROR(CheckModes(kApi, interpolation_mode, padding_mode));
+    const bool channel_last = IsChannelLast(input_tensor);
+    GS3D_RETURN_IF_ERROR(CheckShapes(grad_output, input, grid, input_grad, grid_grad, channel_last));
+    // A null mask computes both gradients (CANN computes nothing; see the README).
+    bool want_input_grad = true, want_grid_grad = true;
+    if (output_mask) {
+        if (output_mask->values.size() != 2)
+            return RecordError(ACLNN_ERR_PARAM_INVALID, "%s: outputMask has %zu values; expected 2", kApi,
+                               output_mask->values.size());
+        want_input_grad = output_mask->values[0];
+        want_grid_grad = output_mask->values[1];
+    }
+    for (const Arg& arg : {grad_output, input, grid}) GS3D_RETURN_IF_ERROR(CheckHasData(kApi, arg));
+    if (want_input_grad) {
+        GS3D_RETURN_IF_ERROR(CheckHasData(kApi, input_grad));
+        GS3D_RETURN_IF_ERROR(CheckNoSelfOverlap(kApi, input_grad));
+        for (const Arg& arg : {grad_output, input, grid}) GS3D_RETURN_IF_ERROR(CheckDisjoint(kApi, input_grad, arg));
+        if (want_grid_grad) GS3D_RETURN_IF_ERROR(CheckDisjoint(kApi, input_grad, grid_grad));
+    }
+    if (want_grid_grad) {
+        GS3D_RETURN_IF_ERROR(CheckHasData(kApi, grid_grad));
+        GS3D_RETURN_IF_ERROR(CheckNoSelfOverlap(kApi, grid_grad));
+        for (const Arg& arg : {grad_output, input, grid}) GS3D_RETURN_IF_ERROR(CheckDisjoint(kApi, grid_grad, arg));
+    }
+
+    kernels::BackwardArgs args;
+    args.type = ToElementType(input_tensor->data_type);
+    args.options.interpolation = static_cast<kernels::Interpolation>(interpolation_mode);
+    args.options.padding = static_cast<kernels::Padding>(padding_mode);
+    args.options.align_corners = align_corners;
+    args.grad_output = VolumeView(grad_output_tensor, channel_last);
+    args.input = VolumeView(input_tensor, channel_last);
+    args.grid = GridView(grid_tensor);
+    args.input_grad = VolumeView(input_grad_tensor, channel_last);
+    args.grid_grad = GridView(grid_grad_tensor);
+    args.compute_input_grad = want_input_grad;
+    args.compute_grid_grad = want_grid_grad;
+    // The fp32 accumulator of fp16/bf16 is the input's element count times 4 bytes; the
+    // count fits int64 (aclCreateTensor checked it), the bytes may not.
+    if (want_input_grad && input_tensor->ElementCount() > std::numeric_limits<int64_t>::max() / 4)
+        return RecordError(ACLNN_ERR_PARAM_INVALID, "%s: input %s is too large for the workspace", kApi,
+                           ShapeString(input_tensor).c_str());
+    // Every kernel's work split depends on the shape only, so results are bitwise
+    // reproducible with or without ACL_OPT_DETERMINISTIC: no separate plan is needed.
+    const uint64_t bytes = kernels::BackwardWorkspaceBytes(args);
+    aclOpExecutor* plan =
+        NewExecutor(kLaunchApi, bytes, [args](void* workspace) { kernels::RunBackward(args, workspace); });
+    if (!plan) return RecordError(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of memory creating the executor", kApi);
+    *workspace_size = bytes;
+    *executor = plan;
+    return ACLNN_SUCCESS;
+}
+
+}  // namespace
+}  // namespace gs3d::grid_sampler3d
+
+extern "C" {
+
+aclnnStatus aclnnGridSampler3DBackwardGetWorkspaceSize(const aclTensor* gradOutput, const aclTensor* input,
+                                                       const aclTensor* grid, int64_t interpolationMode,
+                                                       int64_t paddingMode, bool alignCorners,
+                                                       const aclBoolArray* outputMask, aclTensor* inputGrad,
+                                                       aclTensor* gridGrad, uint64_t* workspaceSize,
+                                                       aclOpExecutor** executor) {
+    return gs3d::grid_sampler3d::GetWorkspaceSize(gradOutput, input, grid, interpolationMode, paddingMode,
+                                                  alignCorners, outputMask, inputGrad, gridGrad, workspaceSize,
+                                                  executor);
+}
+
+aclnnStatus aclnnGridSampler3DBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                       aclrtStream stream) {
+    return gs3d::LaunchExecutor(gs3d::grid_sampler3d::kLaunchApi, workspace, workspaceSize, executor, stream);
+}
+
+}  // extern "C"
