@@ -1,0 +1,97 @@
+// The full matrix against the independent double reference: interpolation x padding x
+// alignCorners x dtype x layout (NCDHW, NDHWC; contiguous, padded, reversed strides, offset),
+// random sizes 1 to 9 per input dim, grids inside, on and outside [-1, 1]. Each case checks
+// the forward, both backward outputs, and that nothing outside the views was written.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+#include <tuple>
+
+#include "support/op_runner.h"
+#include "support/test_tensor.h"
+
+namespace gs3d_test {
+namespace {
+
+struct LayoutCase {
+    bool channel_last;
+    Layout layout;
+    int64_t offset;
+};
+
+using MatrixParam = std::tuple<int, int, bool, aclDataType, LayoutCase>;
+
+class GridSamplerMatrix : public ::testing::TestWithParam<MatrixParam> {};
+
+TEST_P(GridSamplerMatrix, ForwardAndBackwardMatchReference) {
+    const auto [interpolation, padding, align, type, layout] = GetParam();
+    const RefOptions options{interpolation, padding, align};
+    const aclFormat format = layout.channel_last ? ACL_FORMAT_NDHWC : ACL_FORMAT_NCDHW;
+    std::mt19937 rng(1234u + static_cast<unsigned>(interpolation * 1000 + padding * 100 + align * 10 + type));
+    std::uniform_int_distribution<int64_t> in_size(1, 9), out_size(1, 5), batch(1, 2), channels(1, 3);
+    for (int repeat = 0; repeat < 3; ++repeat) {
+        const int64_t n = batch(rng), c = channels(rng), d = in_size(rng), h = in_size(rng), w = in_size(rng);
+        const int64_t od = out_size(rng), oh = out_size(rng), ow = out_size(rng);
+        std::ostringstream label;
+        label << "N" << n << " C" << c << " in " << d << "x" << h << "x" << w << " out " << od << "x" << oh << "x"
+              << ow << " " << DtypeName(type) << " " << LayoutName(layout.layout)
+              << (layout.channel_last ? " NDHWC" : " NCDHW");
+        SCOPED_TRACE(label.str());
+
+        const Array5 input_values = RandomArray(rng, n, c, d, h, w);
+        const Array5 grid_values = RandomArray(rng, n, od, oh, ow, 3, /*grid=*/true);
+        const Array5 grad_values = RandomArray(rng, n, c, od, oh, ow);
+
+        TestTensor input(VolumeDims(n, c, d, h, w, layout.channel_last), type, format, layout.layout, layout.offset);
+        TestTensor grid({n, od, oh, ow, 3}, type, ACL_FORMAT_ND, layout.layout, layout.offset);
+        TestTensor grad(VolumeDims(n, c, od, oh, ow, layout.channel_last), type, format, layout.layout, layout.offset);
+        TestTensor out(VolumeDims(n, c, od, oh, ow, layout.channel_last), type, format, layout.layout, layout.offset);
+        TestTensor input_grad(VolumeDims(n, c, d, h, w, layout.channel_last), type, format, layout.layout,
+                              layout.offset);
+        TestTensor grid_grad({n, od, oh, ow, 3}, type, ACL_FORMAT_ND, layout.layout, layout.offset);
+        StoreVolume(input_values, layout.channel_last, &input);
+        StoreGrid(grid_values, &grid);
+        StoreVolume(grad_values, layout.channel_last, &grad);
+        input_grad.Fill(7);  // the op must overwrite, not accumulate into, inputGrad
+
+        ASSERT_EQ(RunForward(input.get(), grid.get(), options, out.get()), ACLNN_SUCCESS);
+        ASSERT_EQ(RunBackward(grad.get(), input.get(), grid.get(), options, std::nullopt, input_grad.get(),
+                              grid_grad.get()),
+                  ACLNN_SUCCESS);
+
+        Array5 expected_input_grad, expected_grid_grad;
+        ReferenceBackward(grad_values, input_values, grid_values, options, &expected_input_grad, &expected_grid_grad);
+        EXPECT_EQ(CompareArrays(LoadVolume(out, layout.channel_last), ReferenceForward(input_values, grid_values, options),
+                                type),
+                  "")
+            << "forward";
+        EXPECT_EQ(CompareArrays(LoadVolume(input_grad, layout.channel_last), expected_input_grad, type), "")
+            << "inputGrad";
+        EXPECT_EQ(CompareArrays(LoadGrid(grid_grad), expected_grid_grad, type), "") << "gridGrad";
+        for (const TestTensor* t : {&input, &grid, &grad, &out, &input_grad, &grid_grad})
+            EXPECT_TRUE(t->OutsideViewUntouched());
+    }
+}
+
+std::string ParamName(const ::testing::TestParamInfo<MatrixParam>& info) {
+    const auto [interpolation, padding, align, type, layout] = info.param;
+    static const char* kPadding[] = {"zeros", "border", "reflection"};
+    std::string name = std::string(interpolation ? "nearest" : "bilinear") + "_" + kPadding[padding] +
+                       (align ? "_align" : "_noalign") + "_" + DtypeName(type) + "_" +
+                       (layout.channel_last ? "ndhwc" : "ncdhw") + "_" + LayoutName(layout.layout);
+    if (layout.offset) name += "_offset";
+    return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllModes, GridSamplerMatrix,
+    ::testing::Combine(::testing::Values(0, 1), ::testing::Values(0, 1, 2), ::testing::Bool(),
+                       ::testing::Values(ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE),
+                       ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
+                                         LayoutCase{true, Layout::kContiguous, 0},
+                                         LayoutCase{false, Layout::kPadded, 5}, LayoutCase{true, Layout::kReversed, 3})),
+    ParamName);
+
+}  // namespace
+}  // namespace gs3d_test

@@ -1,0 +1,129 @@
+#include "support/op_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "aclnnop/aclnn_grid_sampler3d.h"
+#include "aclnnop/aclnn_grid_sampler3d_backward.h"
+
+namespace gs3d_test {
+namespace {
+
+aclrtStream session_stream = nullptr;
+
+class AclSession : public ::testing::Environment {
+ public:
+    void SetUp() override {
+        ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);
+        ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
+        ASSERT_EQ(aclrtCreateStream(&session_stream), ACL_SUCCESS);
+    }
+    void TearDown() override {
+        EXPECT_EQ(aclrtDestroyStream(session_stream), ACL_SUCCESS);
+        EXPECT_EQ(aclrtResetDevice(0), ACL_SUCCESS);
+        EXPECT_EQ(aclFinalize(), ACL_SUCCESS);
+    }
+};
+
+// Allocates the workspace, launches, synchronises, frees.
+template <typename Launch>
+aclnnStatus LaunchWithWorkspace(uint64_t workspace_size, Launch&& launch) {
+    void* workspace = nullptr;
+    if (workspace_size > 0 && aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS)
+        return ACLNN_ERR_RUNTIME_ERROR;
+    aclnnStatus status = launch(workspace);
+    if (status == ACLNN_SUCCESS && aclrtSynchronizeStream(session_stream) != ACL_SUCCESS) status = ACLNN_ERR_RUNTIME_ERROR;
+    if (workspace) aclrtFree(workspace);
+    return status;
+}
+
+}  // namespace
+
+void RegisterAclSession() { ::testing::AddGlobalTestEnvironment(new AclSession); }
+aclrtStream TestStream() { return session_stream; }
+
+aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const RefOptions& options, aclTensor* out) {
+    uint64_t workspace_size = 0;
+    aclOpExecutor* executor = nullptr;
+    aclnnStatus status = aclnnGridSampler3DGetWorkspaceSize(input, grid, options.interpolation, options.padding,
+                                                            options.align_corners, out, &workspace_size, &executor);
+    if (status != ACLNN_SUCCESS) return status;
+    return LaunchWithWorkspace(workspace_size, [&](void* workspace) {
+        return aclnnGridSampler3D(workspace, workspace_size, executor, session_stream);
+    });
+}
+
+aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, const aclTensor* grid,
+                        const RefOptions& options, std::optional<std::vector<bool>> output_mask,
+                        aclTensor* input_grad, aclTensor* grid_grad) {
+    aclBoolArray* mask = nullptr;
+    if (output_mask) {
+        bool values[8] = {};
+        std::copy(output_mask->begin(), output_mask->end(), values);
+        mask = aclCreateBoolArray(values, output_mask->size());
+    }
+    uint64_t workspace_size = 0;
+    aclOpExecutor* executor = nullptr;
+    aclnnStatus status = aclnnGridSampler3DBackwardGetWorkspaceSize(
+        grad_output, input, grid, options.interpolation, options.padding, options.align_corners, mask, input_grad,
+        grid_grad, &workspace_size, &executor);
+    aclDestroyBoolArray(mask);
+    if (status != ACLNN_SUCCESS) return status;
+    return LaunchWithWorkspace(workspace_size, [&](void* workspace) {
+        return aclnnGridSampler3DBackward(workspace, workspace_size, executor, session_stream);
+    });
+}
+
+double RandomValue(std::mt19937& rng) {
+    return static_cast<double>(std::uniform_int_distribution<int>(-255, 255)(rng)) / 64.0;
+}
+
+double RandomGridValue(std::mt19937& rng) {
+    return static_cast<double>(std::uniform_int_distribution<int>(-255, 255)(rng)) / 128.0;
+}
+
+Array5 RandomArray(std::mt19937& rng, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, bool grid) {
+    Array5 array(a, b, c, d, e);
+    for (double& v : array.values) v = grid ? RandomGridValue(rng) : RandomValue(rng);
+    return array;
+}
+
+double Tolerance(aclDataType type, double expected, double scale) {
+    const double fp32_error = 64 * std::ldexp(1.0, -23) * std::max(1.0, scale);
+    switch (type) {
+        case ACL_DOUBLE: return 64 * std::ldexp(1.0, -52) * std::max(1.0, scale);
+        case ACL_FLOAT16: return std::ldexp(1.0, -11) * std::fabs(expected) + std::ldexp(1.0, -24) + fp32_error;
+        case ACL_BF16: return std::ldexp(1.0, -8) * std::fabs(expected) + fp32_error;
+        default: return fp32_error;
+    }
+}
+
+std::string CompareArrays(const Array5& actual, const Array5& expected, aclDataType type) {
+    std::ostringstream out;
+    if (actual.values.size() != expected.values.size()) return "size differs";
+    double scale = 0;
+    for (double v : expected.values) scale = std::max(scale, std::fabs(v));
+    int reported = 0;
+    for (size_t i = 0; i < actual.values.size(); ++i) {
+        const double a = actual.values[i], e = expected.values[i];
+        if (std::fabs(a - e) <= Tolerance(type, e, scale)) continue;
+        if (reported++ < 5) out << "[" << i << "] got " << a << " expected " << e << "; ";
+    }
+    if (reported) out << reported << " of " << actual.values.size() << " elements differ";
+    return out.str();
+}
+
+const char* DtypeName(aclDataType type) {
+    switch (type) {
+        case ACL_FLOAT: return "fp32";
+        case ACL_FLOAT16: return "fp16";
+        case ACL_BF16: return "bf16";
+        case ACL_DOUBLE: return "fp64";
+        default: return "other";
+    }
+}
+
+}  // namespace gs3d_test

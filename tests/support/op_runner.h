@@ -1,0 +1,47 @@
+// Running the ops the way an application does (two phases, workspace, stream, sync), and
+// what the tests need around that: the ACL session, random inputs, tolerant comparison.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnn/aclnn_base.h"
+#include "support/reference_grid_sampler.h"
+
+namespace gs3d_test {
+
+// aclInit, device 0 and one stream for the whole test program (a gtest Environment).
+void RegisterAclSession();
+aclrtStream TestStream();
+
+// Both phases, workspace from aclrtMalloc, then aclrtSynchronizeStream. Returns the first
+// status that is not success.
+aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const RefOptions& options, aclTensor* out);
+aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, const aclTensor* grid,
+                        const RefOptions& options, std::optional<std::vector<bool>> output_mask,
+                        aclTensor* input_grad, aclTensor* grid_grad);
+
+// Values with at most 8 significant bits (k / 64, |k| < 256, or k / 128 for grids), exact
+// in bf16, fp16, fp32 and double alike, so every dtype sees the same inputs.
+double RandomValue(std::mt19937& rng);
+double RandomGridValue(std::mt19937& rng);  // in [-2, 2): inside, on and outside [-1, 1]
+Array5 RandomArray(std::mt19937& rng, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, bool grid = false);
+
+// Largest allowed |actual - expected| for an element, with the reason:
+// - the op computes fp16/bf16 in fp32 and rounds the result once: half an ulp of the dtype,
+//   taken as a relative 2^-11 (fp16) or 2^-8 (bf16), plus the fp32 error below;
+// - fp32 and fp64 differ from the double reference by rounding in sums of up to C * 8
+//   products whose index math is exact for the test inputs: 64 ulps of the tensor's largest
+//   reference magnitude covers that with margin (observed errors are a few ulps).
+double Tolerance(aclDataType type, double expected, double scale);
+
+// Compares two arrays element by element; returns "" or a description of the first mismatches.
+std::string CompareArrays(const Array5& actual, const Array5& expected, aclDataType type);
+
+const char* DtypeName(aclDataType type);
+
+}  // namespace gs3d_test

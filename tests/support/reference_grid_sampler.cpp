@@ -1,0 +1,143 @@
+#include "support/reference_grid_sampler.h"
+
+#include <cmath>
+
+namespace gs3d_test {
+
+Array5::Array5(int64_t a, int64_t b, int64_t c, int64_t d, int64_t e) : dim{a, b, c, d, e} {
+    values.assign(static_cast<size_t>(Count()), 0.0);
+}
+
+AxisIndex ReferenceSourceIndex(double g, int64_t size, const RefOptions& options) {
+    const double s = static_cast<double>(size);
+    // Unnormalize: -1 and 1 are the centres of the corner voxels (aligned) or their outer edges.
+    double scale = options.align_corners ? (s - 1) / 2 : s / 2;
+    double index = options.align_corners ? (g + 1) * scale : (g + 1) * scale - 0.5;
+    double derivative = scale;
+    if (options.padding == 2) {
+        // Fold the line onto [low, high]: a triangle wave of period 2 * span.
+        double low = options.align_corners ? 0 : -0.5;
+        double high = options.align_corners ? s - 1 : s - 0.5;
+        double span = high - low;
+        if (span <= 0) return {0, 0};
+        double t = std::fmod(index - low, 2 * span);
+        if (t < 0) t += 2 * span;
+        if (t <= span) {
+            index = low + t;
+        } else {
+            index = low + 2 * span - t;
+            derivative = -derivative;
+        }
+    }
+    if (options.padding == 1 || options.padding == 2) {
+        if (index <= 0) return {0, 0};
+        if (index >= s - 1) return {s - 1, 0};
+    }
+    return {index, derivative};
+}
+
+namespace {
+
+// Nearest integer, ties to even.
+int64_t RoundHalfEven(double x) {
+    double r = std::floor(x);
+    double frac = x - r;
+    if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0)) r += 1;
+    return static_cast<int64_t>(r);
+}
+
+struct Sample {
+    // Per axis (x, y, z): the two candidate integer positions, their weights and d(weight)/d(index).
+    int64_t pos[3][2];
+    double weight[3][2];
+    double slope[3][2];
+    double derivative[3];  // d(index)/d(grid value)
+};
+
+Sample MakeSample(const Array5& input, const Array5& grid, int64_t n, int64_t d, int64_t h, int64_t w,
+                  const RefOptions& options) {
+    Sample s;
+    const int64_t sizes[3] = {input.dim[4], input.dim[3], input.dim[2]};  // W, H, D
+    for (int axis = 0; axis < 3; ++axis) {
+        AxisIndex a = ReferenceSourceIndex(grid.at(n, d, h, w, axis), sizes[axis], options);
+        s.derivative[axis] = a.derivative;
+        if (options.interpolation == 1) {
+            s.pos[axis][0] = RoundHalfEven(a.index);
+            s.weight[axis][0] = 1;
+            s.slope[axis][0] = 0;
+            s.pos[axis][1] = -1;  // unused
+            s.weight[axis][1] = 0;
+            s.slope[axis][1] = 0;
+            continue;
+        }
+        int64_t lo = static_cast<int64_t>(std::floor(a.index));
+        for (int k = 0; k < 2; ++k) {
+            s.pos[axis][k] = lo + k;
+            s.weight[axis][k] = 1 - std::fabs(a.index - static_cast<double>(lo + k));
+            s.slope[axis][k] = k == 0 ? -1 : 1;
+        }
+    }
+    return s;
+}
+
+bool Inside(const Array5& input, int64_t x, int64_t y, int64_t z) {
+    return x >= 0 && x < input.dim[4] && y >= 0 && y < input.dim[3] && z >= 0 && z < input.dim[2];
+}
+
+}  // namespace
+
+Array5 ReferenceForward(const Array5& input, const Array5& grid, const RefOptions& options) {
+    Array5 out(input.dim[0], input.dim[1], grid.dim[1], grid.dim[2], grid.dim[3]);
+    const int corners = options.interpolation == 1 ? 1 : 2;
+    for (int64_t n = 0; n < out.dim[0]; ++n)
+        for (int64_t d = 0; d < out.dim[2]; ++d)
+            for (int64_t h = 0; h < out.dim[3]; ++h)
+                for (int64_t w = 0; w < out.dim[4]; ++w) {
+                    Sample s = MakeSample(input, grid, n, d, h, w, options);
+                    for (int64_t c = 0; c < out.dim[1]; ++c) {
+                        double sum = 0;
+                        for (int kz = 0; kz < corners; ++kz)
+                            for (int ky = 0; ky < corners; ++ky)
+                                for (int kx = 0; kx < corners; ++kx) {
+                                    int64_t x = s.pos[0][kx], y = s.pos[1][ky], z = s.pos[2][kz];
+                                    if (!Inside(input, x, y, z)) continue;
+                                    sum += input.at(n, c, z, y, x) * s.weight[0][kx] * s.weight[1][ky] * s.weight[2][kz];
+                                }
+                        out.at(n, c, d, h, w) = sum;
+                    }
+                }
+    return out;
+}
+
+void ReferenceBackward(const Array5& grad_output, const Array5& input, const Array5& grid, const RefOptions& options,
+                       Array5* input_grad, Array5* grid_grad) {
+    *input_grad = Array5(input.dim[0], input.dim[1], input.dim[2], input.dim[3], input.dim[4]);
+    *grid_grad = Array5(grid.dim[0], grid.dim[1], grid.dim[2], grid.dim[3], grid.dim[4]);
+    const int corners = options.interpolation == 1 ? 1 : 2;
+    for (int64_t n = 0; n < grid.dim[0]; ++n)
+        for (int64_t d = 0; d < grid.dim[1]; ++d)
+            for (int64_t h = 0; h < grid.dim[2]; ++h)
+                for (int64_t w = 0; w < grid.dim[3]; ++w) {
+                    Sample s = MakeSample(input, grid, n, d, h, w, options);
+                    double dindex[3] = {0, 0, 0};  // d(loss)/d(source index) per axis
+                    for (int64_t c = 0; c < input.dim[1]; ++c) {
+                        const double g = grad_output.at(n, c, d, h, w);
+                        for (int kz = 0; kz < corners; ++kz)
+                            for (int ky = 0; ky < corners; ++ky)
+                                for (int kx = 0; kx < corners; ++kx) {
+                                    int64_t x = s.pos[0][kx], y = s.pos[1][ky], z = s.pos[2][kz];
+                                    if (!Inside(input, x, y, z)) continue;
+                                    const double wx = s.weight[0][kx], wy = s.weight[1][ky], wz = s.weight[2][kz];
+                                    input_grad->at(n, c, z, y, x) += g * wx * wy * wz;
+                                    const double v = input.at(n, c, z, y, x) * g;
+                                    dindex[0] += v * s.slope[0][kx] * wy * wz;
+                                    dindex[1] += v * wx * s.slope[1][ky] * wz;
+                                    dindex[2] += v * wx * wy * s.slope[2][kz];
+                                }
+                    }
+                    for (int axis = 0; axis < 3; ++axis)
+                        grid_grad->at(n, d, h, w, axis) = dindex[axis] * s.derivative[axis];
+                }
+}
+
+}  // namespace gs3d_test
