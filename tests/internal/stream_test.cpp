@@ -1,0 +1,68 @@
+// The stream: tasks run asynchronously on the worker, in order, and a failing task is
+// reported by the next Synchronize without stopping the stream.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "runtime/stream.h"
+
+namespace gs3d {
+namespace {
+
+TEST(Stream, EnqueueReturnsBeforeTheTaskRuns) {
+    Stream stream;
+    std::atomic<bool> release{false}, ran{false};
+    stream.Enqueue([&] {
+        while (!release) std::this_thread::yield();  // blocks until the test releases it
+        ran = true;
+    });
+    // Enqueue returned although the task cannot finish yet: it runs on another thread.
+    EXPECT_FALSE(ran);
+    release = true;
+    EXPECT_TRUE(stream.Synchronize(nullptr));
+    EXPECT_TRUE(ran);
+}
+
+TEST(Stream, TasksRunInOrderOnOneThread) {
+    Stream stream;
+    std::vector<int> order;
+    std::thread::id first_id;
+    for (int i = 0; i < 200; ++i)
+        stream.Enqueue([&, i] {
+            if (i == 0) first_id = std::this_thread::get_id();
+            EXPECT_EQ(std::this_thread::get_id(), first_id);
+            order.push_back(i);
+        });
+    ASSERT_TRUE(stream.Synchronize(nullptr));
+    ASSERT_EQ(order.size(), 200u);
+    for (int i = 0; i < 200; ++i) EXPECT_EQ(order[i], i);
+    EXPECT_NE(first_id, std::this_thread::get_id());
+}
+
+TEST(Stream, FailureIsReportedOnceAndTheStreamGoesOn) {
+    Stream stream;
+    std::atomic<int> after{0};
+    stream.Enqueue([] { throw std::runtime_error("boom"); });
+    stream.Enqueue([&] { ++after; });
+    std::string failure;
+    EXPECT_FALSE(stream.Synchronize(&failure));
+    EXPECT_NE(failure.find("boom"), std::string::npos);
+    EXPECT_EQ(after, 1);
+    EXPECT_TRUE(stream.Synchronize(&failure));
+}
+
+TEST(Stream, DestructionRunsWhatIsQueued) {
+    std::atomic<int> count{0};
+    {
+        Stream stream;
+        for (int i = 0; i < 50; ++i) stream.Enqueue([&] { ++count; });
+    }
+    EXPECT_EQ(count, 50);
+}
+
+}  // namespace
+}  // namespace gs3d
