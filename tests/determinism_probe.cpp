@@ -1,0 +1,64 @@
+// Prints a hash of the outputs of a fixed forward and backward workload (fp32 and fp16, every
+// padding), so that runs under different OMP_NUM_THREADS can be compared bit for bit.
+// Usage: determinism_probe [deterministic 0|1]
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_grid_sampler3d.h"
+#include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "support/op_runner.h"
+#include "support/test_tensor.h"
+
+using namespace gs3d_test;
+
+namespace {
+uint64_t Fnv1a(uint64_t hash, const TestTensor& t) {
+    for (int64_t i = 0; i < t.count(); ++i) {
+        double v = t.Get(i);
+        const auto* bytes = reinterpret_cast<const unsigned char*>(&v);
+        for (int b = 0; b < 8; ++b) hash = (hash ^ bytes[b]) * 1099511628211ull;
+    }
+    return hash;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (aclInit(nullptr) != ACL_SUCCESS) return 1;
+    aclrtSetDevice(0);
+    if (argc > 1) aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, std::atoi(argv[1]));
+    aclrtStream stream = nullptr;
+    aclrtCreateStream(&stream);
+    uint64_t hash = 1469598103934665603ull;
+    std::mt19937 rng(2024);
+    const int64_t n = 2, c = 11, d = 13, h = 12, w = 11, od = 10, oh = 9, ow = 12;
+    for (aclDataType type : {ACL_FLOAT, ACL_FLOAT16}) {
+        for (int padding = 0; padding < 3; ++padding) {
+            TestTensor input({n, c, d, h, w}, type), grid({n, od, oh, ow, 3}, type), grad({n, c, od, oh, ow}, type),
+                out({n, c, od, oh, ow}, type), input_grad({n, c, d, h, w}, type), grid_grad({n, od, oh, ow, 3}, type);
+            StoreVolume(RandomArray(rng, n, c, d, h, w), false, &input);
+            StoreGrid(RandomArray(rng, n, od, oh, ow, 3, true), &grid);
+            StoreVolume(RandomArray(rng, n, c, od, oh, ow), false, &grad);
+            uint64_t size = 0;
+            aclOpExecutor* executor = nullptr;
+            if (aclnnGridSampler3DGetWorkspaceSize(input.get(), grid.get(), 0, padding, padding == 1, out.get(), &size,
+                                                   &executor) != ACLNN_SUCCESS ||
+                aclnnGridSampler3D(nullptr, 0, executor, stream) != ACLNN_SUCCESS)
+                return 2;
+            if (aclnnGridSampler3DBackwardGetWorkspaceSize(grad.get(), input.get(), grid.get(), 0, padding,
+                                                           padding == 1, nullptr, input_grad.get(), grid_grad.get(),
+                                                           &size, &executor) != ACLNN_SUCCESS)
+                return 3;
+            std::vector<char> workspace(size);
+            if (aclnnGridSampler3DBackward(workspace.data(), size, executor, stream) != ACLNN_SUCCESS) return 4;
+            if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) return 5;
+            for (const TestTensor* t : {&out, &input_grad, &grid_grad}) hash = Fnv1a(hash, *t);
+        }
+    }
+    std::printf("%016llx\n", static_cast<unsigned long long>(hash));
+    aclrtDestroyStream(stream);
+    aclFinalize();
+    return 0;
+}
