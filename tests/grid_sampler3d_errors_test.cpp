@@ -221,6 +221,7 @@ TEST_F(BackwardErrors, ChannelLastShapesReadInInputLayout) {
     EXPECT_EQ(Call(), ACLNN_SUCCESS);
     aclnnGridSampler3DBackward(nullptr, 0, executor, TestStream());
     executor = nullptr;
+    ASSERT_EQ(aclrtSynchronizeStream(TestStream()), ACL_SUCCESS);  // before the tensors go
     grid = Make({1, 2, 2, 3, 3});
     grid_grad = Make({1, 2, 2, 3, 3});
     grad = Make({1, 2, 2, 2, 3}, ACL_FLOAT, ACL_FORMAT_NDHWC);  // C = 3 in the NDHWC reading
