@@ -70,6 +70,7 @@ class Session:
         return m.decode() if m else ""
 
     def _launch(self, status, size, executor, launch):
+        """Runs the second phase with a fresh workspace; returns the workspace size."""
         if status != ACLNN_SUCCESS:
             raise RuntimeError(f"GetWorkspaceSize failed: {status} {self.message()}")
         workspace = torch.empty(max(size.value, 1), dtype=torch.uint8)
@@ -77,6 +78,7 @@ class Session:
         if status != ACLNN_SUCCESS:
             raise RuntimeError(f"launch failed: {status} {self.message()}")
         assert self.lib.aclrtSynchronizeStream(self.stream) == 0, self.message()
+        return size.value
 
     def forward(self, inp, grid, out, mode, padding, align, channel_last=False):
         fmt = ACL_FORMAT_NDHWC if channel_last else ACL_FORMAT_NCDHW
@@ -86,7 +88,7 @@ class Session:
             status = self.lib.aclnnGridSampler3DGetWorkspaceSize(handles[0], handles[1], mode, padding, align,
                                                                  handles[2], ctypes.byref(size),
                                                                  ctypes.byref(executor))
-            self._launch(status, size, executor, self.lib.aclnnGridSampler3D)
+            return self._launch(status, size, executor, self.lib.aclnnGridSampler3D)
         finally:
             for h in handles:
                 self.lib.aclDestroyTensor(h)
@@ -103,7 +105,7 @@ class Session:
             status = self.lib.aclnnGridSampler3DBackwardGetWorkspaceSize(
                 handles[0], handles[1], handles[2], mode, padding, align, mask_handle, handles[3], handles[4],
                 ctypes.byref(size), ctypes.byref(executor))
-            self._launch(status, size, executor, self.lib.aclnnGridSampler3DBackward)
+            return self._launch(status, size, executor, self.lib.aclnnGridSampler3DBackward)
         finally:
             for h in handles:
                 self.lib.aclDestroyTensor(h)

@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""gridsampler3d against PyTorch's CPU kernels, side by side in one process per thread count.
+
+The workload is registration-like: input (N, C, S, S, S) uniform in [-1, 1), grid = identity
+affine_grid plus Gaussian noise of 0.05, output the size of the input. Every case times the
+full aclnn call (tensors, GetWorkspaceSize, launch, synchronize) for ours and the aten op for
+PyTorch, on the same data, with the same thread count (OMP_NUM_THREADS and
+torch.set_num_threads), and reports medians and ratios.
+
+Usage: bench.py [--quick] [--out DIR]   (needs GRIDSAMPLER3D_LIBRARY, or build/ next to here)
+Writes DIR/results.csv, DIR/speedup.png, DIR/scaling.png and prints the tables.
+"""
+import argparse
+import csv
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SHAPES = [(1, 1, 128), (1, 4, 96), (2, 8, 64), (1, 32, 48)]
+SCALING_SIZES = [32, 64, 96, 128, 160]
+MODES = {"bilinear": 0, "nearest": 1}
+PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def cases(quick):
+    """(op, shape, dtype, mode, padding, layout, deterministic, threads-list) to run."""
+    out = []
+    for shape in SHAPES:
+        n, c, s = shape
+        out.append(("backward", shape, "fp32", "bilinear", "zeros", "ncdhw", 0))
+        out.append(("backward", shape, "fp32", "bilinear", "zeros", "ncdhw", 1))
+        if c >= 8:
+            out.append(("backward", shape, "fp32", "bilinear", "zeros", "ndhwc", 0))
+        out.append(("forward", shape, "fp32", "bilinear", "zeros", "ncdhw", 0))
+        if c >= 8:
+            out.append(("forward", shape, "fp32", "bilinear", "zeros", "ndhwc", 0))
+        for mode, padding in (("nearest", "zeros"), ("bilinear", "border"), ("bilinear", "reflection")):
+            out.append(("forward", shape, "fp32", mode, padding, "ncdhw", 0))
+            out.append(("backward", shape, "fp32", mode, padding, "ncdhw", 0))
+        for dtype in ("fp16", "bf16"):
+            out.append(("backward", shape, dtype, "bilinear", "zeros", "ncdhw", 0))
+            out.append(("forward", shape, dtype, "bilinear", "zeros", "ncdhw", 0))
+    if not quick:
+        for s in SCALING_SIZES:
+            out.append(("backward", (1, 1, s), "fp32", "bilinear", "zeros", "ncdhw", 0))
+    return out
+
+
+# ----------------------------------------------------------------------------- child side
+def run_child(threads, quick, selection):
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))  # the ctypes bindings
+    from aclnn_ctypes import Session
+
+    torch.set_num_threads(threads)
+    session = Session()
+    dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    repeats = 3 if quick else 5
+    data_cache = {}
+    results = []
+
+    def data(shape):
+        if shape not in data_cache:
+            n, c, s = shape
+            gen = torch.Generator().manual_seed(0)
+            inp = torch.rand(n, c, s, s, s, generator=gen) * 2 - 1
+            theta = torch.eye(3, 4).unsqueeze(0).repeat(n, 1, 1)
+            grid = torch.nn.functional.affine_grid(theta, (n, c, s, s, s), align_corners=False)
+            grid = grid + torch.randn(grid.shape, generator=gen) * 0.05
+            grad = torch.rand(n, c, s, s, s, generator=gen) * 2 - 1
+            data_cache.clear()
+            data_cache[shape] = (inp, grid.contiguous(), grad)
+        return data_cache[shape]
+
+    def median_time(fn):
+        fn()  # warm-up
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    for case in selection:
+        op, shape, dtype_name, mode_name, padding_name, layout, deterministic = case
+        inp, grid, grad = data(tuple(shape))
+        dtype = dtypes[dtype_name]
+        mode, padding = MODES[mode_name], PADDINGS[padding_name]
+        channel_last = layout == "ndhwc"
+        session.lib.aclrtCtxSetSysParamOpt(0, deterministic)
+        i, g, go = inp.to(dtype), grid.to(dtype), grad.to(dtype)
+        if channel_last:
+            i, go = i.permute(0, 2, 3, 4, 1).contiguous(), go.permute(0, 2, 3, 4, 1).contiguous()
+        out, input_grad, grid_grad = torch.empty_like(go), torch.empty_like(i), torch.empty_like(g)
+        workspace = []
+        if op == "forward":
+            ours = median_time(lambda: session.forward(i, g, out, mode, padding, False, channel_last))
+        else:
+            ours = median_time(lambda: workspace.append(session.backward(
+                go, i, g, input_grad, grid_grad, mode, padding, False, channel_last=channel_last)))
+        # PyTorch: fp32 only (no fp16/bf16 CPU kernel in 1.13); channels-last tensors given
+        # to it as channels-last strided NCDHW views, the same data.
+        theirs = None
+        if dtype == torch.float32 and not deterministic:
+            ti, tgo = inp, grad
+            if channel_last:
+                ti = inp.contiguous(memory_format=torch.channels_last_3d)
+                tgo = grad.contiguous(memory_format=torch.channels_last_3d)
+            if op == "forward":
+                theirs = median_time(lambda: torch.ops.aten.grid_sampler_3d(ti, grid, mode, padding, False))
+            else:
+                theirs = median_time(lambda: torch.ops.aten.grid_sampler_3d_backward(
+                    tgo, ti, grid, mode, padding, False, [True, True]))
+        results.append({"case": case, "threads": threads, "ours_s": ours, "torch_s": theirs,
+                        "workspace_bytes": workspace[-1] if workspace else 0})
+        print(f"  done {op} {shape} {dtype_name} {mode_name}/{padding_name} {layout} det={deterministic} "
+              f"threads={threads}: ours {ours * 1e3:.2f} ms" +
+              (f", torch {theirs * 1e3:.1f} ms" if theirs else ""), file=sys.stderr, flush=True)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"results": results, "peak_rss_bytes": rss}))
+
+
+def stream_bandwidth():
+    """Bytes per second of a large copy (read + write), the machine's memory bound."""
+    import numpy as np
+    a = np.ones(64 * 1024 * 1024 // 8 * 4, dtype=np.float64)  # 256 MiB
+    b = np.empty_like(a)
+    best = 0.0
+    for _ in range(5):
+        start = time.perf_counter()
+        np.copyto(b, a)
+        best = max(best, 2 * a.nbytes / (time.perf_counter() - start))
+    return best
+
+
+def bytes_moved(op, shape, dtype, layout):
+    """Bytes that must cross the memory bus at least once."""
+    n, c, s = shape
+    e = 4 if dtype == "fp32" else 2
+    vol, pts = n * c * s ** 3, n * s ** 3
+    if op == "forward":
+        return vol * e + pts * 3 * e + vol * e  # input, grid, out
+    return vol * e + pts * 3 * e + vol * e + vol * e + pts * 3 * e  # gradOut, grid, input, inputGrad, gridGrad
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, no size sweep")
+    parser.add_argument("--out", default=os.path.join(ROOT, "build", "bench"))
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--selection", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        run_child(args.child, args.quick, json.loads(args.selection))
+        return
+    os.environ.setdefault("GRIDSAMPLER3D_LIBRARY", os.path.join(ROOT, "build", "libgridsampler3d.so"))
+    all_cases = cases(args.quick)
+    plan = [(2, all_cases),
+            (1, [c for c in all_cases if c[0] == "backward" and c[2] == "fp32" and c[3] == "bilinear"
+                 and c[4] == "zeros" and c[5] == "ncdhw" and c[6] == 0 and tuple(c[1]) in ((1, 1, 128), (2, 8, 64))])]
+    results, rss = [], 0
+    for threads, selection in plan:
+        print(f"running {len(selection)} cases with {threads} thread(s)...", file=sys.stderr, flush=True)
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        child = subprocess.run([sys.executable, __file__, "--child", str(threads), "--selection", json.dumps(selection)]
+                               + (["--quick"] if args.quick else []), env=env, check=True, capture_output=True,
+                               text=True)
+        sys.stderr.write(child.stderr)
+        payload = json.loads(child.stdout.strip().splitlines()[-1])
+        results += payload["results"]
+        rss = max(rss, payload["peak_rss_bytes"])
+    bandwidth = stream_bandwidth()
+    report(results, rss, bandwidth, args.out, args.quick)
+
+
+def optional(value, spec, suffix=""):
+    return "-" if value == "" else format(value, spec) + suffix
+
+
+def report(results, rss, bandwidth, out_dir, quick):
+    import math
+    os.makedirs(out_dir, exist_ok=True)
+    rows = []
+    for r in results:
+        op, shape, dtype, mode, padding, layout, det = r["case"]
+        n, c, s = shape
+        moved = bytes_moved(op, shape, dtype, layout)
+        rows.append({
+            "op": op, "N": n, "C": c, "S": s, "dtype": dtype, "mode": mode, "padding": padding, "layout": layout,
+            "deterministic": det, "threads": r["threads"], "ours_ms": r["ours_s"] * 1e3,
+            "torch_ms": r["torch_s"] * 1e3 if r["torch_s"] else "",
+            "speedup": r["torch_s"] / r["ours_s"] if r["torch_s"] else "",
+            "gpoints_x_channels_per_s": n * s ** 3 * c / r["ours_s"] / 1e9,
+            "bound_ms": moved / bandwidth * 1e3, "of_bound": moved / bandwidth / r["ours_s"],
+            "workspace_bytes": r["workspace_bytes"], "inputgrad_x4_bytes": n * c * s ** 3 * 4,
+        })
+    with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+    def find(**kw):
+        return [r for r in rows if all(r[k] == v for k, v in kw.items())]
+
+    print(f"\nmemory bandwidth (copy, read+write): {bandwidth / 1e9:.1f} GB/s; peak RSS {rss / 2 ** 20:.0f} MiB")
+    print(f"{'op':8} {'shape':12} {'dtype':5} {'mode':8} {'padding':10} {'layout':6} {'det':3} {'thr':3} "
+          f"{'ours ms':>9} {'torch ms':>9} {'speedup':>8} {'Gpt*C/s':>8} {'bound ms':>9} {'of bound':>8} {'ws MiB':>7}")
+    for r in rows:
+        print(f"{r['op']:8} {str((r['N'], r['C'], r['S'])):12} {r['dtype']:5} {r['mode']:8} {r['padding']:10} "
+              f"{r['layout']:6} {r['deterministic']:3} {r['threads']:3} {r['ours_ms']:9.2f} "
+              f"{optional(r['torch_ms'], '.1f'):>9} {optional(r['speedup'], '.1f', 'x'):>8} "
+              f"{r['gpoints_x_channels_per_s']:8.3f} {r['bound_ms']:9.2f} {r['of_bound']:8.0%} "
+              f"{r['workspace_bytes'] / 2 ** 20:7.1f}")
+
+    def geomean(values):
+        return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+    print("\nsummary (2 threads, fp32 unless stated):")
+    main_rows = [find(op="backward", N=n, C=c, S=s, dtype="fp32", mode="bilinear", padding="zeros", layout="ncdhw",
+                      deterministic=0, threads=2)[0] for n, c, s in SHAPES]
+    print(f"  backward bilinear zeros NCDHW: geomean {geomean([r['speedup'] for r in main_rows]):.1f}x, "
+          f"min {min(r['speedup'] for r in main_rows):.1f}x")
+    ndhwc = find(op="backward", layout="ndhwc", threads=2)
+    if ndhwc:
+        print(f"  backward NDHWC (C >= 8): " + ", ".join(f"{r['C']}: {r['speedup']:.1f}x" for r in ndhwc))
+    fwd = find(op="forward", dtype="fp32", mode="bilinear", padding="zeros", layout="ncdhw", threads=2)
+    print(f"  forward bilinear zeros: geomean {geomean([r['speedup'] for r in fwd]):.1f}x, "
+          f"min {min(r['speedup'] for r in fwd):.1f}x")
+    other = [r for r in rows if r["dtype"] == "fp32" and (r["mode"] == "nearest" or r["padding"] != "zeros")]
+    print(f"  nearest, border, reflection: min {min(r['speedup'] for r in other):.1f}x over {len(other)} cases")
+    for n, c, s in SHAPES:
+        base = main_rows[SHAPES.index((n, c, s))]
+        det = find(op="backward", N=n, C=c, S=s, dtype="fp32", mode="bilinear", padding="zeros", layout="ncdhw",
+                   deterministic=1)[0]
+        half = [find(op="backward", N=n, C=c, S=s, dtype=d, threads=2)[0] for d in ("fp16", "bf16")]
+        one = find(op="backward", N=n, C=c, S=s, dtype="fp32", mode="bilinear", padding="zeros", layout="ncdhw",
+                   deterministic=0, threads=1)
+        print(f"  {(n, c, s)}: deterministic {det['ours_ms'] / base['ours_ms']:.2f}x the default; "
+              f"fp16 {half[0]['ours_ms'] / base['ours_ms']:.2f}x, bf16 {half[1]['ours_ms'] / base['ours_ms']:.2f}x fp32"
+              + (f"; 2 threads {one[0]['ours_ms'] / base['ours_ms']:.2f}x faster than 1" if one else "")
+              + f"; workspace {base['workspace_bytes'] / 2 ** 20:.1f} MiB (bound threads x inputGrad x 4 = "
+              f"{2 * base['inputgrad_x4_bytes'] / 2 ** 20:.0f} MiB)")
+    plot(rows, out_dir, find, quick)
+
+
+def plot(rows, out_dir, find, quick):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib missing (apt-get install python3-matplotlib): no plots", file=sys.stderr)
+        return
+    labels, groups = [str((n, c, s)) for n, c, s in SHAPES], {}
+    for key, kw in {"backward NCDHW": dict(op="backward", layout="ncdhw", padding="zeros", mode="bilinear"),
+                    "forward NCDHW": dict(op="forward", layout="ncdhw", padding="zeros", mode="bilinear"),
+                    "backward nearest": dict(op="backward", mode="nearest"),
+                    "backward reflection": dict(op="backward", padding="reflection")}.items():
+        groups[key] = [find(N=n, C=c, S=s, dtype="fp32", deterministic=0, threads=2, **kw)[0]["speedup"]
+                       for n, c, s in SHAPES]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    width = 0.8 / len(groups)
+    for k, (name, values) in enumerate(groups.items()):
+        ax.bar([x + k * width for x in range(len(labels))], values, width, label=name)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(labels))], labels)
+    ax.set_ylabel("speed-up over PyTorch (x)")
+    ax.set_xlabel("(N, C, S)")
+    ax.set_title("gridsampler3d vs PyTorch CPU, fp32, 2 threads")
+    ax.axhline(1, color="black", linewidth=0.8)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "speedup.png"), dpi=110)
+    if not quick:
+        sweep = [find(op="backward", N=1, C=1, S=s, dtype="fp32", mode="bilinear", padding="zeros",
+                      layout="ncdhw", deterministic=0, threads=2)[0] for s in SCALING_SIZES]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        points = [s ** 3 / 1e6 for s in SCALING_SIZES]
+        ax.plot(points, [r["ours_ms"] for r in sweep], "o-", label="gridsampler3d")
+        ax.plot(points, [r["torch_ms"] for r in sweep], "s-", label="PyTorch")
+        ax.set_xlabel("grid points (millions), S = 32..160")
+        ax.set_ylabel("backward time (ms)")
+        ax.set_yscale("log")
+        ax.legend()
+        ax.set_title("time vs size, (1, 1, S), 2 threads")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, "scaling.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    main()
