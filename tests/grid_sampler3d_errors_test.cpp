@@ -65,8 +65,11 @@ class BackwardErrors : public ::testing::Test {
 
 TEST_F(BackwardErrors, ValidCallSucceeds) {
     EXPECT_EQ(Call(), ACLNN_SUCCESS);
-    EXPECT_NE(executor, nullptr);
-    EXPECT_EQ(workspace_size, 0u);
+    ASSERT_NE(executor, nullptr);
+    std::vector<char> workspace(workspace_size);
+    EXPECT_EQ(aclnnGridSampler3DBackward(workspace.data(), workspace_size, executor, TestStream()), ACLNN_SUCCESS);
+    executor = nullptr;
+    EXPECT_EQ(aclrtSynchronizeStream(TestStream()), ACL_SUCCESS);
 }
 
 TEST_F(BackwardErrors, NullWorkspaceSize) {

@@ -10,29 +10,33 @@
 
 #include "kernels/sampler_options.h"
 
+// Forced inline: the kernels are compiled once per SIMD target, and these helpers must be
+// compiled inside each of them (with its floor/round instructions), not once for the baseline.
+#define GS3D_INLINE inline __attribute__((always_inline))
+
 namespace gs3d::kernels {
 
 template <typename S>
-S Unnormalize(S coord, int64_t size, bool align_corners) {
+GS3D_INLINE S Unnormalize(S coord, int64_t size, bool align_corners) {
     if (align_corners) return ((coord + 1) / 2) * static_cast<S>(size - 1);
     return ((coord + 1) * static_cast<S>(size) - 1) / 2;
 }
 
 template <typename S>
-S UnnormalizeDerivative(int64_t size, bool align_corners) {
+GS3D_INLINE S UnnormalizeDerivative(int64_t size, bool align_corners) {
     return align_corners ? static_cast<S>(size - 1) / 2 : static_cast<S>(size) / 2;
 }
 
 // Forward clip to [0, size - 1]. As in PyTorch, NaN maps to size - 1 (std::min returns its
 // first argument when the comparison with NaN is false).
 template <typename S>
-S Clip(S in, int64_t size) {
+GS3D_INLINE S Clip(S in, int64_t size) {
     return std::min(static_cast<S>(size - 1), std::max(in, static_cast<S>(0)));
 }
 
 // Backward clip: the derivative is 0 where clipped, borders included. NaN passes through.
 template <typename S>
-S ClipWithDerivative(S in, int64_t size, S* derivative) {
+GS3D_INLINE S ClipWithDerivative(S in, int64_t size, S* derivative) {
     if (in <= 0) {
         *derivative = 0;
         return 0;
@@ -49,7 +53,7 @@ S ClipWithDerivative(S in, int64_t size, S* derivative) {
 // Whether floor(in / span) is odd, without an int cast that NaN or huge values would make
 // undefined. NaN and inf count as even, as PyTorch's cast gives on x86-64.
 template <typename S>
-bool OddFlips(S in, S span) {
+GS3D_INLINE bool OddFlips(S in, S span) {
     S flips = std::floor(in / span);
     if (!std::isfinite(flips)) return false;
     return std::fmod(flips, static_cast<S>(2)) != 0;
@@ -57,7 +61,7 @@ bool OddFlips(S in, S span) {
 
 // Reflects `in` into [twice_low / 2, twice_high / 2]; the derivative is +-1.
 template <typename S>
-S ReflectWithDerivative(S in, int64_t twice_low, int64_t twice_high, S* derivative) {
+GS3D_INLINE S ReflectWithDerivative(S in, int64_t twice_low, int64_t twice_high, S* derivative) {
     if (twice_low == twice_high) {
         *derivative = 0;
         return 0;
@@ -80,14 +84,14 @@ S ReflectWithDerivative(S in, int64_t twice_low, int64_t twice_high, S* derivati
 }
 
 template <typename S>
-S Reflect(S in, int64_t twice_low, int64_t twice_high) {
+GS3D_INLINE S Reflect(S in, int64_t twice_low, int64_t twice_high) {
     S unused;
     return ReflectWithDerivative(in, twice_low, twice_high, &unused);
 }
 
 // The source index of grid value `coord` along an axis of `size` (forward).
 template <typename S, Padding P>
-S SourceIndex(S coord, int64_t size, bool align_corners) {
+GS3D_INLINE S SourceIndex(S coord, int64_t size, bool align_corners) {
     coord = Unnormalize(coord, size, align_corners);
     if constexpr (P == Padding::kBorder) {
         coord = Clip(coord, size);
@@ -101,7 +105,7 @@ S SourceIndex(S coord, int64_t size, bool align_corners) {
 // The source index and d(index)/d(coord) (backward). Uses the backward clip, whose NaN
 // handling differs from the forward's exactly as PyTorch's does.
 template <typename S, Padding P>
-S SourceIndexWithDerivative(S coord, int64_t size, bool align_corners, S* derivative) {
+GS3D_INLINE S SourceIndexWithDerivative(S coord, int64_t size, bool align_corners, S* derivative) {
     *derivative = UnnormalizeDerivative<S>(size, align_corners);
     coord = Unnormalize(coord, size, align_corners);
     if constexpr (P == Padding::kBorder) {
@@ -121,7 +125,7 @@ S SourceIndexWithDerivative(S coord, int64_t size, bool align_corners, S* deriva
 // floor(index) as an integer. NaN, inf and indices far outside [0, size) never reach an int
 // cast: they give -2, so that both floor and floor + 1 are out of range.
 template <typename S>
-int64_t FloorIndex(S index, int64_t size) {
+GS3D_INLINE int64_t FloorIndex(S index, int64_t size) {
     if (!(index >= -1 && index <= static_cast<S>(size))) return -2;
     return static_cast<int64_t>(std::floor(index));
 }
@@ -129,7 +133,7 @@ int64_t FloorIndex(S index, int64_t size) {
 // The nearest index, rounding half to even (std::nearbyint in the default rounding mode, as
 // PyTorch). Out of range, NaN and inf give -1.
 template <typename S>
-int64_t NearestIndex(S index, int64_t size) {
+GS3D_INLINE int64_t NearestIndex(S index, int64_t size) {
     if (!(index >= -1 && index <= static_cast<S>(size))) return -1;
     return static_cast<int64_t>(std::nearbyint(index));
 }

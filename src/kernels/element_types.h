@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <cstring>
 
+// Forced inline, like the coordinate helpers: compiled inside each SIMD target's kernels.
+#define GS3D_ELEMENT_INLINE inline __attribute__((always_inline))
+
 namespace gs3d::kernels {
 
 struct Half {
@@ -15,18 +18,18 @@ struct BFloat16 {
     uint16_t bits;
 };
 
-inline uint32_t FloatBits(float f) {
+GS3D_ELEMENT_INLINE uint32_t FloatBits(float f) {
     uint32_t u;
     std::memcpy(&u, &f, sizeof u);
     return u;
 }
-inline float BitsToFloat(uint32_t u) {
+GS3D_ELEMENT_INLINE float BitsToFloat(uint32_t u) {
     float f;
     std::memcpy(&f, &u, sizeof f);
     return f;
 }
 
-inline float HalfToFloat(Half h) {
+GS3D_ELEMENT_INLINE float HalfToFloat(Half h) {
     uint32_t sign = static_cast<uint32_t>(h.bits & 0x8000u) << 16;
     uint32_t exponent = (h.bits >> 10) & 0x1fu;
     uint32_t mantissa = h.bits & 0x3ffu;
@@ -38,7 +41,7 @@ inline float HalfToFloat(Half h) {
     return BitsToFloat(sign | ((exponent + 112u) << 23) | (mantissa << 13));        // rebias 15 -> 127
 }
 
-inline Half FloatToHalf(float f) {
+GS3D_ELEMENT_INLINE Half FloatToHalf(float f) {
     uint32_t x = FloatBits(f);
     uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
     uint32_t magnitude = x & 0x7fffffffu;
@@ -56,9 +59,9 @@ inline Half FloatToHalf(float f) {
     return Half{static_cast<uint16_t>(sign | ((rounded - (112u << 23)) >> 13))};
 }
 
-inline float BFloat16ToFloat(BFloat16 b) { return BitsToFloat(static_cast<uint32_t>(b.bits) << 16); }
+GS3D_ELEMENT_INLINE float BFloat16ToFloat(BFloat16 b) { return BitsToFloat(static_cast<uint32_t>(b.bits) << 16); }
 
-inline BFloat16 FloatToBFloat16(float f) {
+GS3D_ELEMENT_INLINE BFloat16 FloatToBFloat16(float f) {
     uint32_t x = FloatBits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return BFloat16{static_cast<uint16_t>((x >> 16) | 0x40u)};  // quiet NaN
     return BFloat16{static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16)};
@@ -76,20 +79,20 @@ struct ComputeTypeOf<double> {
 template <typename T>
 using ComputeType = typename ComputeTypeOf<T>::type;
 
-inline float ToCompute(float v) { return v; }
-inline double ToCompute(double v) { return v; }
-inline float ToCompute(Half v) { return HalfToFloat(v); }
-inline float ToCompute(BFloat16 v) { return BFloat16ToFloat(v); }
+GS3D_ELEMENT_INLINE float ToCompute(float v) { return v; }
+GS3D_ELEMENT_INLINE double ToCompute(double v) { return v; }
+GS3D_ELEMENT_INLINE float ToCompute(Half v) { return HalfToFloat(v); }
+GS3D_ELEMENT_INLINE float ToCompute(BFloat16 v) { return BFloat16ToFloat(v); }
 
 template <typename T>
 T FromCompute(ComputeType<T> v);
 template <>
-inline float FromCompute<float>(float v) { return v; }
+GS3D_ELEMENT_INLINE float FromCompute<float>(float v) { return v; }
 template <>
-inline double FromCompute<double>(double v) { return v; }
+GS3D_ELEMENT_INLINE double FromCompute<double>(double v) { return v; }
 template <>
-inline Half FromCompute<Half>(float v) { return FloatToHalf(v); }
+GS3D_ELEMENT_INLINE Half FromCompute<Half>(float v) { return FloatToHalf(v); }
 template <>
-inline BFloat16 FromCompute<BFloat16>(float v) { return FloatToBFloat16(v); }
+GS3D_ELEMENT_INLINE BFloat16 FromCompute<BFloat16>(float v) { return FloatToBFloat16(v); }
 
 }  // namespace gs3d::kernels

@@ -1,209 +1,457 @@
 // The backward kernel: inputGrad (scatter of gradOutput through the sampling weights) and
 // gridGrad (derivative of the sample with respect to the grid coordinates).
 //
-// No races and no dependence on the thread count:
-// - gridGrad: threads split the grid points; each point sums over channels in order.
-// - inputGrad: threads split (n, block of channels); a block owns its slices of inputGrad
-//   and visits the grid points of n in order, so every element sums its contributions in
-//   grid-point order, as PyTorch's serial loop does.
+// No races, and a result that does not depend on the thread count:
+// - The input volume of each batch item is cut into slabs along D (a count that depends on
+//   D only). Grid points are binned by the slab of their first corner (counting sort, grid
+//   order kept within a bin); a point's corners then touch its slab and the next one only.
+// - Phase 0 runs the even slabs in parallel, phase 1 the odd ones: no two tasks of a phase
+//   touch the same slab. Each element thus sums its contributions in a fixed order: the
+//   points of the slab before it, then its own, each in grid order.
+// - gridGrad is computed in the same pass from the same corners (coordinates once per
+//   point), summing over channels in order.
+// - Phase 0 zero-fills its two slabs before scattering; fp16/bf16 accumulate in an fp32
+//   buffer and are rounded once at the end.
+// Compiled once per SIMD target (Highway foreach_target) like the forward kernel.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/grid_sampler3d_backward.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
+#include <vector>
 
+#include "kernels/backward_plan.h"
 #include "kernels/dispatch.h"
+#include "kernels/fast_divide.h"
 #include "kernels/grid_sampler3d_kernels.h"
 #include "kernels/trilinear_corners.h"
 
+HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
+namespace HWY_NAMESPACE {
 namespace {
 
-// Channels whose inputGrad slices one task owns: the corners of a point are computed once
-// for the block. A constant, so that the split depends on the shape only.
-constexpr int64_t kChannelBlock = 8;
-
 template <typename T>
-constexpr bool kAccumulatesInWorkspace = !std::is_same_v<T, ComputeType<T>>;
-
-// Loads the three grid values of point (n, d, h, w).
-template <typename T, typename S>
-void LoadGridPoint(const View5& grid, int64_t n, int64_t d, int64_t h, int64_t w, S* x, S* y, S* z) {
-    const T* g = static_cast<const T*>(grid.data) + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2] +
-                 w * grid.stride[3];
-    *x = ToCompute(g[0]);
-    *y = ToCompute(g[grid.stride[4]]);
-    *z = ToCompute(g[2 * grid.stride[4]]);
-}
+constexpr bool kAccumulatesInBuffer = !std::is_same_v<T, ComputeType<T>>;
 
 template <typename S>
 struct SourceIndices {
-    S ix, iy, iz;     // source indices
-    S mx, my, mz;     // d(index)/d(grid value)
+    S ix, iy, iz;  // source indices
+    S mx, my, mz;  // d(index)/d(grid value)
 };
 
-template <typename S, Padding P>
-SourceIndices<S> ComputeSourceIndices(S x, S y, S z, const View5& in, bool align) {
+template <typename T, Padding P, typename S = ComputeType<T>>
+HWY_INLINE SourceIndices<S> LoadSourceIndices(const T* g, int64_t coord_stride, const View5& in, bool align) {
     SourceIndices<S> s;
-    s.ix = SourceIndexWithDerivative<S, P>(x, in.size[4], align, &s.mx);
-    s.iy = SourceIndexWithDerivative<S, P>(y, in.size[3], align, &s.my);
-    s.iz = SourceIndexWithDerivative<S, P>(z, in.size[2], align, &s.mz);
+    s.ix = SourceIndexWithDerivative<S, P>(ToCompute(g[0]), in.size[4], align, &s.mx);
+    s.iy = SourceIndexWithDerivative<S, P>(ToCompute(g[coord_stride]), in.size[3], align, &s.my);
+    s.iz = SourceIndexWithDerivative<S, P>(ToCompute(g[2 * coord_stride]), in.size[2], align, &s.mz);
     return s;
 }
 
-template <typename T, Interpolation I, Padding P>
-void GridGrad(const BackwardArgs& args) {
+// Everything a pass needs, pulled out of the arguments once.
+template <typename T>
+struct Problem {
     using S = ComputeType<T>;
-    const View5& in = args.input;
-    const View5& grid = args.grid;
-    const View5& gout = args.grad_output;
-    const View5& ggrid = args.grid_grad;
-    const int64_t batch = in.size[0], channels = in.size[1];
-    const int64_t out_d = grid.size[1], out_h = grid.size[2], out_w = grid.size[3];
-    const int64_t points = out_d * out_h * out_w;
-    const int64_t in_size[3] = {in.size[2], in.size[3], in.size[4]};
-    const int64_t in_stride[3] = {in.stride[2], in.stride[3], in.stride[4]};
-    const auto* in_data = static_cast<const T*>(in.data);
-    const auto* gout_data = static_cast<const T*>(gout.data);
-    auto* ggrid_data = static_cast<T*>(ggrid.data);
+    const BackwardArgs& args;
+    const T* in;
+    const T* grid;
+    const T* gout;
+    T* ggrid;
+    S* acc;                // inputGrad accumulator: the output, or the fp32 buffer
+    int64_t acc_stride[5];
+    int64_t batch, channels, out_d, out_h, out_w, points;
+    TrilinearGeometry in_geometry, acc_geometry;
 
-#pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < batch * points; ++p) {
-        const int64_t n = p / points, r = p % points;
-        const int64_t d = r / (out_h * out_w), h = (r / out_w) % out_h, w = r % out_w;
-        T* gg = ggrid_data + n * ggrid.stride[0] + d * ggrid.stride[1] + h * ggrid.stride[2] + w * ggrid.stride[3];
-        S gix = 0, giy = 0, giz = 0, mx = 0, my = 0, mz = 0;
-        if constexpr (I == Interpolation::kBilinear) {
-            S x, y, z;
-            LoadGridPoint<T>(grid, n, d, h, w, &x, &y, &z);
-            const SourceIndices<S> s = ComputeSourceIndices<S, P>(x, y, z, in, args.options.align_corners);
-            mx = s.mx, my = s.my, mz = s.mz;
-            TrilinearCorners<S> corners;
-            corners.Compute(s.ix, s.iy, s.iz, in_size, in_stride);
-            const T* in_n = in_data + n * in.stride[0];
-            const T* gout_p =
-                gout_data + n * gout.stride[0] + d * gout.stride[2] + h * gout.stride[3] + w * gout.stride[4];
-            for (int64_t c = 0; c < channels; ++c) {
-                const S g = ToCompute(gout_p[c * gout.stride[1]]);
-                const T* in_c = in_n + c * in.stride[1];
-                for (int k = 0; k < 8; ++k) {
-                    if (!corners.inside[k]) continue;
+    Problem(const BackwardArgs& a, S* accumulator, const int64_t* accumulator_strides)
+        : args(a),
+          in(static_cast<const T*>(a.input.data)),
+          grid(static_cast<const T*>(a.grid.data)),
+          gout(static_cast<const T*>(a.grad_output.data)),
+          ggrid(static_cast<T*>(a.grid_grad.data)),
+          acc(accumulator),
+          acc_stride{accumulator_strides[0], accumulator_strides[1], accumulator_strides[2], accumulator_strides[3],
+                     accumulator_strides[4]},
+          batch(a.input.size[0]),
+          channels(a.input.size[1]),
+          out_d(a.grid.size[1]),
+          out_h(a.grid.size[2]),
+          out_w(a.grid.size[3]),
+          points(out_d * out_h * out_w),
+          in_geometry(a.input),
+          acc_geometry(a.input_grad, accumulator_strides + 2) {}
+
+    const T* GridPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
+        const View5& g = args.grid;
+        return grid + n * g.stride[0] + d * g.stride[1] + h * g.stride[2] + w * g.stride[3];
+    }
+    T* GridGradPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
+        const View5& g = args.grid_grad;
+        return ggrid + n * g.stride[0] + d * g.stride[1] + h * g.stride[2] + w * g.stride[3];
+    }
+    const T* GradOutputPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
+        const View5& g = args.grad_output;
+        return gout + n * g.stride[0] + d * g.stride[2] + h * g.stride[3] + w * g.stride[4];
+    }
+    void WriteGridGrad(int64_t n, int64_t d, int64_t h, int64_t w, S gx, S gy, S gz) const {
+        T* gg = GridGradPoint(n, d, h, w);
+        const int64_t cs = args.grid_grad.stride[4];
+        gg[0] = FromCompute<T>(gx);
+        gg[cs] = FromCompute<T>(gy);
+        gg[2 * cs] = FromCompute<T>(gz);
+    }
+};
+
+// A bilinear point whose eight corners are all inside: no tests, every corner written out
+// with PyTorch's expressions in PyTorch's order (for each channel: the eight scatters, then
+// the eight corners' terms of the grid gradient), so that values, NaN and inf included,
+// agree with it. Corners are addressed from the cell's first corner with the strides.
+template <typename T, bool kInputGrad, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
+HWY_INLINE void BilinearInsidePoint(const Problem<T>& pb, const TrilinearCorners<S>& cell, const SourceIndices<S>& s,
+                                    int64_t n, int64_t d, int64_t h, int64_t w, const T* HWY_RESTRICT in_n,
+                                    const T* HWY_RESTRICT gout_p, S* HWY_RESTRICT acc_n) {
+    const BackwardArgs& a = pb.args;
+    const int64_t gout_cs = kUnitChannels ? 1 : a.grad_output.stride[1];
+    const int64_t in_cs = kUnitChannels ? 1 : a.input.stride[1];
+    const int64_t acc_cs = kUnitChannels ? 1 : pb.acc_stride[1];
+    const TrilinearGeometry& ag = pb.acc_geometry;
+    const TrilinearGeometry& ig = pb.in_geometry;
+    const int64_t asz = ag.stride[0], asy = ag.stride[1], asx = ag.stride[2];
+    const int64_t isz = ig.stride[0], isy = ig.stride[1], isx = ig.stride[2];
+    const int64_t acc_base = cell.z0 * asz + cell.y0 * asy + cell.x0 * asx;
+    const int64_t in_base = cell.z0 * isz + cell.y0 * isy + cell.x0 * isx;
+    const S wx0 = cell.wx[0], wx1 = cell.wx[1], wy0 = cell.wy[0], wy1 = cell.wy[1], wz0 = cell.wz[0],
+            wz1 = cell.wz[1];
+    const S* wt = cell.weight;
+    S gix = 0, giy = 0, giz = 0;
+    auto channel = [&](int64_t c, S& gx, S& gy, S& gz) HWY_ATTR __attribute__((always_inline)) {
+        const S g = ToCompute(gout_p[c * gout_cs]);
+        if constexpr (kInputGrad) {
+            S* HWY_RESTRICT p = acc_n + c * acc_cs + acc_base;
+            p[0] += wt[0] * g;
+            p[asx] += wt[1] * g;
+            p[asy] += wt[2] * g;
+            p[asy + asx] += wt[3] * g;
+            p[asz] += wt[4] * g;
+            p[asz + asx] += wt[5] * g;
+            p[asz + asy] += wt[6] * g;
+            p[asz + asy + asx] += wt[7] * g;
+        }
+        if constexpr (kGridGrad) {
+            const T* HWY_RESTRICT q = in_n + c * in_cs + in_base;
+            const S v0 = ToCompute(q[0]), v1 = ToCompute(q[isx]), v2 = ToCompute(q[isy]),
+                    v3 = ToCompute(q[isy + isx]), v4 = ToCompute(q[isz]), v5 = ToCompute(q[isz + isx]),
+                    v6 = ToCompute(q[isz + isy]), v7 = ToCompute(q[isz + isy + isx]);
+            gx -= v0 * wy0 * wz0 * g; gy -= v0 * wx0 * wz0 * g; gz -= v0 * wx0 * wy0 * g;
+            gx += v1 * wy0 * wz0 * g; gy -= v1 * wx1 * wz0 * g; gz -= v1 * wx1 * wy0 * g;
+            gx -= v2 * wy1 * wz0 * g; gy += v2 * wx0 * wz0 * g; gz -= v2 * wx0 * wy1 * g;
+            gx += v3 * wy1 * wz0 * g; gy += v3 * wx1 * wz0 * g; gz -= v3 * wx1 * wy1 * g;
+            gx -= v4 * wy0 * wz1 * g; gy -= v4 * wx0 * wz1 * g; gz += v4 * wx0 * wy0 * g;
+            gx += v5 * wy0 * wz1 * g; gy -= v5 * wx1 * wz1 * g; gz += v5 * wx1 * wy0 * g;
+            gx -= v6 * wy1 * wz1 * g; gy += v6 * wx0 * wz1 * g; gz += v6 * wx0 * wy1 * g;
+            gx += v7 * wy1 * wz1 * g; gy += v7 * wx1 * wz1 * g; gz += v7 * wx1 * wy1 * g;
+        }
+    };
+    if constexpr (kUnitChannels) {
+        // Channels contiguous (NDHWC): vectorised across channels. The corners of different
+        // channels are distinct elements (outputs are checked not to overlap). The grid
+        // gradient is then summed in lanes, in an order fixed by the SIMD target.
+#pragma omp simd reduction(+ : gix, giy, giz)
+        for (int64_t c = 0; c < pb.channels; ++c) channel(c, gix, giy, giz);
+    } else {
+        for (int64_t c = 0; c < pb.channels; ++c) channel(c, gix, giy, giz);
+    }
+    if constexpr (kGridGrad) pb.WriteGridGrad(n, d, h, w, s.mx * gix, s.my * giy, s.mz * giz);
+}
+
+// All work for one grid point: scatter into inputGrad (kInputGrad) and its gridGrad
+// (kGridGrad). kUnitChannels: input, gradOutput and the accumulator have channel stride 1.
+template <typename T, Interpolation I, Padding P, bool kInputGrad, bool kGridGrad, bool kUnitChannels>
+HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, int64_t w) {
+    using S = ComputeType<T>;
+    const BackwardArgs& a = pb.args;
+    const SourceIndices<S> s =
+        LoadSourceIndices<T, P>(pb.GridPoint(n, d, h, w), a.grid.stride[4], a.input, a.options.align_corners);
+    const T* HWY_RESTRICT gout_p = pb.GradOutputPoint(n, d, h, w);
+    const T* HWY_RESTRICT in_n = pb.in + n * a.input.stride[0];
+    S* HWY_RESTRICT acc_n = pb.acc + n * pb.acc_stride[0];
+    const int64_t gout_cs = kUnitChannels ? 1 : a.grad_output.stride[1];
+    const int64_t in_cs = kUnitChannels ? 1 : a.input.stride[1];
+    const int64_t acc_cs = kUnitChannels ? 1 : pb.acc_stride[1];
+    if constexpr (I == Interpolation::kNearest) {
+        if constexpr (kInputGrad) {
+            NearestCorner corner;
+            corner.Compute(s.ix, s.iy, s.iz, pb.acc_geometry);
+            if (corner.inside)
+                for (int64_t c = 0; c < pb.channels; ++c)
+                    acc_n[c * acc_cs + corner.offset] += ToCompute(gout_p[c * gout_cs]);
+        }
+        if constexpr (kGridGrad) pb.WriteGridGrad(n, d, h, w, 0, 0, 0);  // piecewise constant
+    } else {
+        TrilinearCorners<S> acc_corners;
+        if (acc_corners.Compute(s.ix, s.iy, s.iz, pb.acc_geometry)) {
+            BilinearInsidePoint<T, kInputGrad, kGridGrad, kUnitChannels>(pb, acc_corners, s, n, d, h, w, in_n,
+                                                                         gout_p, acc_n);
+            return;
+        }
+        // Near the border: the corners one by one, with PyTorch's expressions.
+        TrilinearCorners<S> in_corners = acc_corners;
+        if constexpr (kGridGrad) in_corners.FillOffsets(pb.in_geometry);
+        S gix = 0, giy = 0, giz = 0;
+        for (int64_t c = 0; c < pb.channels; ++c) {
+            const S g = ToCompute(gout_p[c * gout_cs]);
+            S* HWY_RESTRICT acc_c = acc_n + c * acc_cs;
+            const T* HWY_RESTRICT in_c = in_n + c * in_cs;
+            for (int k = 0; k < 8; ++k) {
+                if (!acc_corners.inside[k]) continue;
+                if constexpr (kInputGrad) acc_c[acc_corners.offset[k]] += acc_corners.weight[k] * g;
+                if constexpr (kGridGrad) {
                     const int bx = k & 1, by = (k >> 1) & 1, bz = k >> 2;
-                    const S v = ToCompute(in_c[corners.offset[k]]);
+                    const S v = ToCompute(in_c[in_corners.offset[k]]);
                     // d(weight)/d(ix) is -+ wy * wz, and likewise for y and z.
-                    const S dx = v * corners.wy[by] * corners.wz[bz] * g;
-                    const S dy = v * corners.wx[bx] * corners.wz[bz] * g;
-                    const S dz = v * corners.wx[bx] * corners.wy[by] * g;
+                    const S dx = v * acc_corners.wy[by] * acc_corners.wz[bz] * g;
+                    const S dy = v * acc_corners.wx[bx] * acc_corners.wz[bz] * g;
+                    const S dz = v * acc_corners.wx[bx] * acc_corners.wy[by] * g;
                     gix = bx ? gix + dx : gix - dx;
                     giy = by ? giy + dy : giy - dy;
                     giz = bz ? giz + dz : giz - dz;
                 }
             }
         }
-        // Nearest: the sample is piecewise constant in the grid, so its gradient is 0.
-        gg[0] = FromCompute<T>(mx * gix);
-        gg[ggrid.stride[4]] = FromCompute<T>(my * giy);
-        gg[2 * ggrid.stride[4]] = FromCompute<T>(mz * giz);
+        if constexpr (kGridGrad) pb.WriteGridGrad(n, d, h, w, s.mx * gix, s.my * giy, s.mz * giz);
     }
 }
 
-// Where inputGrad is accumulated: the output itself (fp32, fp64), or a contiguous fp32
-// buffer in the workspace (fp16, bf16) converted once at the end.
-template <typename S>
-struct Accumulator {
-    S* data;
-    int64_t stride[5];
-};
-
+// The slab of the first corner a point touches along D, or kSkipPoint when it touches none
+// (then it contributes nothing: its gridGrad is 0 and it scatters nothing).
 template <typename T, Interpolation I, Padding P>
-void InputGrad(const BackwardArgs& args, void* workspace) {
+HWY_INLINE uint16_t SlabOfPoint(const Problem<T>& pb, const SlabPlan& plan, int64_t n, int64_t d, int64_t h,
+                                int64_t w) {
     using S = ComputeType<T>;
-    const View5& grid = args.grid;
-    const View5& gout = args.grad_output;
-    const View5& igrad = args.input_grad;
-    const int64_t batch = igrad.size[0], channels = igrad.size[1];
-    const int64_t vol_d = igrad.size[2], vol_h = igrad.size[3], vol_w = igrad.size[4];
-    const int64_t out_d = grid.size[1], out_h = grid.size[2], out_w = grid.size[3];
-    const int64_t in_size[3] = {vol_d, vol_h, vol_w};
-    const auto* gout_data = static_cast<const T*>(gout.data);
-
-    Accumulator<S> acc;
-    if constexpr (kAccumulatesInWorkspace<T>) {
-        acc.data = static_cast<S*>(workspace);
-        acc.stride[4] = 1;
-        for (int i = 4; i > 0; --i) acc.stride[i - 1] = acc.stride[i] * igrad.size[i];
+    const View5& in = pb.args.input;
+    S unused;
+    const S iz = SourceIndexWithDerivative<S, P>(ToCompute(pb.GridPoint(n, d, h, w)[2 * pb.args.grid.stride[4]]),
+                                                 in.size[2], pb.args.options.align_corners, &unused);
+    int64_t z;
+    if constexpr (I == Interpolation::kNearest) {
+        z = NearestIndex(iz, in.size[2]);
+        if (z < 0 || z >= in.size[2]) return kSkipPoint;
     } else {
-        acc.data = static_cast<S*>(igrad.data);
-        for (int i = 0; i < 5; ++i) acc.stride[i] = igrad.stride[i];
+        z = FloorIndex(iz, in.size[2]);
+        if (z < -1 || z >= in.size[2]) return kSkipPoint;
+        z = std::max<int64_t>(z, 0);  // only its z0 + 1 = 0 corner is inside: slab 0
     }
-    const int64_t acc_vol_stride[3] = {acc.stride[2], acc.stride[3], acc.stride[4]};
-    const int64_t blocks_per_n = (channels + kChannelBlock - 1) / kChannelBlock;
+    return static_cast<uint16_t>(z / plan.slab_depth);
+}
 
+template <typename T, Interpolation I, Padding P, bool kGridGrad, bool kUnitChannels>
+void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWorkspace& ws) {
+    using S = ComputeType<T>;
+    const int64_t rows = pb.out_d * pb.out_h;
+    const int64_t chunks = plan.chunks_per_batch, slabs = plan.slabs;
+    const int64_t rows_per_chunk = plan.rows_per_chunk;
+
+    // Pass 1: the slab of every point, and per-chunk counts.
+#pragma omp parallel for schedule(static)
+    for (int64_t task = 0; task < pb.batch * chunks; ++task) {
+        const int64_t n = task / chunks, chunk = task % chunks;
+        uint32_t* counts = ws.counts + task * slabs;
+        std::fill(counts, counts + slabs, 0u);
+        for (int64_t row = chunk * rows_per_chunk; row < std::min(rows, (chunk + 1) * rows_per_chunk); ++row) {
+            const int64_t d = row / pb.out_h, h = row % pb.out_h;
+            uint16_t* keys = ws.keys + n * pb.points + row * pb.out_w;
+            for (int64_t w = 0; w < pb.out_w; ++w) {
+                const uint16_t slab = SlabOfPoint<T, I, P>(pb, plan, n, d, h, w);
+                keys[w] = slab;
+                if (slab != kSkipPoint)
+                    ++counts[slab];
+                else if constexpr (kGridGrad)
+                    pb.WriteGridGrad(n, d, h, w, 0, 0, 0);
+            }
+        }
+    }
+    // Exclusive prefix sums: bins in slab order, chunks in grid order within a bin.
+    for (int64_t n = 0; n < pb.batch; ++n) {
+        uint32_t running = 0;
+        for (int64_t slab = 0; slab < slabs; ++slab) {
+            ws.bin_begin[n * (slabs + 1) + slab] = running;
+            for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+                uint32_t& count = ws.counts[(n * chunks + chunk) * slabs + slab];
+                const uint32_t c = count;
+                count = running;  // now the chunk's first position in the bin
+                running += c;
+            }
+        }
+        ws.bin_begin[n * (slabs + 1) + slabs] = running;
+    }
+    // Pass 2: stable counting sort of point indices into their bins.
+#pragma omp parallel for schedule(static)
+    for (int64_t task = 0; task < pb.batch * chunks; ++task) {
+        const int64_t n = task / chunks, chunk = task % chunks;
+        uint32_t* position = ws.counts + task * slabs;
+        uint32_t* order = ws.order + n * pb.points;
+        const int64_t first = chunk * rows_per_chunk * pb.out_w;
+        const int64_t last = std::min(rows, (chunk + 1) * rows_per_chunk) * pb.out_w;
+        for (int64_t p = first; p < last; ++p) {
+            const uint16_t slab = ws.keys[n * pb.points + p];
+            if (slab != kSkipPoint) order[position[slab]++] = static_cast<uint32_t>(p);
+        }
+    }
+    // Phases 0 and 1: even slabs, then odd slabs.
+    const FastDivider32 by_w(static_cast<uint32_t>(std::max<int64_t>(1, pb.out_w)));
+    const FastDivider32 by_h(static_cast<uint32_t>(std::max<int64_t>(1, pb.out_h)));
+    const int64_t vol_d = pb.args.input.size[2], vol_h = pb.args.input.size[3], vol_w = pb.args.input.size[4];
+    const int64_t slab_tasks = (slabs + 1) / 2;
+    for (int phase = 0; phase < 2; ++phase) {
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int64_t task = 0; task < batch * blocks_per_n; ++task) {
-        const int64_t n = task / blocks_per_n;
-        const int64_t c_begin = task % blocks_per_n * kChannelBlock;
-        const int64_t c_end = std::min(channels, c_begin + kChannelBlock);
-        S* acc_n = acc.data + n * acc.stride[0];
-        for (int64_t c = c_begin; c < c_end; ++c)  // zero the slices this task owns
-            for (int64_t z = 0; z < vol_d; ++z)
-                for (int64_t y = 0; y < vol_h; ++y)
-                    for (int64_t x = 0; x < vol_w; ++x)
-                        acc_n[c * acc.stride[1] + z * acc.stride[2] + y * acc.stride[3] + x * acc.stride[4]] = 0;
-        for (int64_t d = 0; d < out_d; ++d)
-            for (int64_t h = 0; h < out_h; ++h)
-                for (int64_t w = 0; w < out_w; ++w) {
-                    S x, y, z;
-                    LoadGridPoint<T>(grid, n, d, h, w, &x, &y, &z);
-                    const SourceIndices<S> s = ComputeSourceIndices<S, P>(x, y, z, args.input, args.options.align_corners);
-                    const T* gout_p =
-                        gout_data + n * gout.stride[0] + d * gout.stride[2] + h * gout.stride[3] + w * gout.stride[4];
-                    if constexpr (I == Interpolation::kBilinear) {
-                        TrilinearCorners<S> corners;
-                        corners.Compute(s.ix, s.iy, s.iz, in_size, acc_vol_stride);
-                        for (int64_t c = c_begin; c < c_end; ++c) {
-                            const S g = ToCompute(gout_p[c * gout.stride[1]]);
-                            S* acc_c = acc_n + c * acc.stride[1];
-                            for (int k = 0; k < 8; ++k)
-                                if (corners.inside[k]) acc_c[corners.offset[k]] += corners.weight[k] * g;
+        for (int64_t task = 0; task < pb.batch * slab_tasks; ++task) {
+            const int64_t n = task / slab_tasks, slab = 2 * (task % slab_tasks) + phase;
+            if (slab >= slabs) continue;
+            if (phase == 0) {  // zero this slab and the next: no task has written them yet
+                const int64_t z_end = std::min(vol_d, (slab + 2) * plan.slab_depth);
+                for (int64_t c = 0; c < pb.channels; ++c)
+                    for (int64_t z = slab * plan.slab_depth; z < z_end; ++z)
+                        for (int64_t y = 0; y < vol_h; ++y) {
+                            S* line = pb.acc + n * pb.acc_stride[0] + c * pb.acc_stride[1] + z * pb.acc_stride[2] +
+                                      y * pb.acc_stride[3];
+                            for (int64_t x = 0; x < vol_w; ++x) line[x * pb.acc_stride[4]] = 0;
                         }
-                    } else {
-                        NearestCorner corner;
-                        corner.Compute(s.ix, s.iy, s.iz, in_size, acc_vol_stride);
-                        if (!corner.inside) continue;
-                        for (int64_t c = c_begin; c < c_end; ++c)
-                            acc_n[c * acc.stride[1] + corner.offset] += ToCompute(gout_p[c * gout.stride[1]]);
-                    }
-                }
-        if constexpr (kAccumulatesInWorkspace<T>) {  // round once into the output
-            T* out_n = static_cast<T*>(igrad.data) + n * igrad.stride[0];
-            for (int64_t c = c_begin; c < c_end; ++c)
-                for (int64_t z = 0; z < vol_d; ++z)
-                    for (int64_t y = 0; y < vol_h; ++y)
-                        for (int64_t x = 0; x < vol_w; ++x)
-                            out_n[c * igrad.stride[1] + z * igrad.stride[2] + y * igrad.stride[3] +
-                                  x * igrad.stride[4]] =
-                                FromCompute<T>(acc_n[c * acc.stride[1] + z * acc.stride[2] + y * acc.stride[3] +
-                                                     x * acc.stride[4]]);
+            }
+            const uint32_t* order = ws.order + n * pb.points;
+            for (uint32_t i = ws.bin_begin[n * (slabs + 1) + slab]; i < ws.bin_begin[n * (slabs + 1) + slab + 1];
+                 ++i) {
+                const uint32_t p = order[i];
+                const uint32_t row = by_w.Divide(p);
+                const uint32_t d = by_h.Divide(row);
+                BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, row - d * pb.out_h,
+                                                                        p - row * pb.out_w);
+            }
         }
     }
 }
 
-}  // namespace
-
-size_t BackwardWorkspaceBytes(const BackwardArgs& args) {
-    if (!args.compute_input_grad || args.type == ElementType::kFloat32 || args.type == ElementType::kFloat64) return 0;
-    size_t elements = 1;
-    for (int64_t s : args.input_grad.size) elements *= static_cast<size_t>(s);
-    return elements * sizeof(float);
+// gridGrad alone (outputMask {false, true}): threads split the rows of the grid.
+template <typename T, Interpolation I, Padding P, bool kUnitChannels>
+void GridGradOnly(const Problem<T>& pb) {
+    const int64_t rows = pb.batch * pb.out_d * pb.out_h;
+#pragma omp parallel for schedule(static)
+    for (int64_t row = 0; row < rows; ++row) {
+        const int64_t h = row % pb.out_h, d = row / pb.out_h % pb.out_d, n = row / (pb.out_h * pb.out_d);
+        for (int64_t w = 0; w < pb.out_w; ++w) BackwardPoint<T, I, P, false, true, kUnitChannels>(pb, n, d, h, w);
+    }
 }
 
-void RunBackward(const BackwardArgs& args, void* workspace) {
+// inputGrad when the slab plan does not apply (more than 2^32 points per batch item):
+// tasks own whole (n, c) volumes and visit every point of n in order.
+template <typename T, Interpolation I, Padding P, bool kGridGrad>
+void PerChannelBackward(const Problem<T>& pb) {
+    using S = ComputeType<T>;
+    const int64_t vol_d = pb.args.input.size[2], vol_h = pb.args.input.size[3], vol_w = pb.args.input.size[4];
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t task = 0; task < pb.batch * pb.channels; ++task) {
+        const int64_t n = task / pb.channels, c = task % pb.channels;
+        Problem<T> one = pb;  // a view of channel c alone
+        one.channels = 1;
+        one.in += c * pb.args.input.stride[1];
+        one.gout += c * pb.args.grad_output.stride[1];
+        one.acc += c * pb.acc_stride[1];
+        for (int64_t z = 0; z < vol_d; ++z)
+            for (int64_t y = 0; y < vol_h; ++y)
+                for (int64_t x = 0; x < vol_w; ++x)
+                    one.acc[n * pb.acc_stride[0] + z * pb.acc_stride[2] + y * pb.acc_stride[3] + x * pb.acc_stride[4]] =
+                        S(0);
+        for (int64_t d = 0; d < pb.out_d; ++d)
+            for (int64_t h = 0; h < pb.out_h; ++h)
+                for (int64_t w = 0; w < pb.out_w; ++w)
+                    BackwardPoint<T, I, P, true, false, false>(one, n, d, h, w);
+    }
+    if constexpr (kGridGrad) GridGradOnly<T, I, P, false>(pb);
+}
+
+// Rounds the fp32 accumulator into the fp16/bf16 inputGrad.
+template <typename T>
+void StoreAccumulator(const Problem<T>& pb) {
+    const View5& out = pb.args.input_grad;
+    const int64_t planes = out.size[0] * out.size[1] * out.size[2];
+#pragma omp parallel for schedule(static)
+    for (int64_t plane = 0; plane < planes; ++plane) {
+        const int64_t z = plane % out.size[2], c = plane / out.size[2] % out.size[1], n = plane / (out.size[2] * out.size[1]);
+        const float* from = pb.acc + n * pb.acc_stride[0] + c * pb.acc_stride[1] + z * pb.acc_stride[2];
+        T* to = static_cast<T*>(out.data) + n * out.stride[0] + c * out.stride[1] + z * out.stride[2];
+        for (int64_t y = 0; y < out.size[3]; ++y)
+            for (int64_t x = 0; x < out.size[4]; ++x)
+                to[y * out.stride[3] + x * out.stride[4]] = FromCompute<T>(from[y * pb.acc_stride[3] + x * pb.acc_stride[4]]);
+    }
+}
+
+template <typename T, Interpolation I, Padding P>
+void Backward(const BackwardArgs& args, void* workspace) {
+    using S = ComputeType<T>;
+    const BackwardWorkspace ws = LayOutWorkspace(args, workspace);
+    int64_t acc_strides[5];
+    S* acc;
+    if constexpr (kAccumulatesInBuffer<T>) {
+        acc = reinterpret_cast<S*>(ws.accumulator);
+        for (int i = 0; i < 5; ++i) acc_strides[i] = ws.accumulator_stride[i];
+    } else {
+        acc = static_cast<S*>(args.input_grad.data);
+        for (int i = 0; i < 5; ++i) acc_strides[i] = args.input_grad.stride[i];
+    }
+    const Problem<T> pb(args, acc, acc_strides);
+    const bool unit_channels = args.input.stride[1] == 1 && args.grad_output.stride[1] == 1 && acc_strides[1] == 1;
+    if (!args.compute_input_grad) {
+        if (!args.compute_grid_grad) return;
+        if (unit_channels)
+            GridGradOnly<T, I, P, true>(pb);
+        else
+            GridGradOnly<T, I, P, false>(pb);
+        return;
+    }
+    const SlabPlan plan = PlanSlabs(args);
+    if (!plan.usable) {
+        if (args.compute_grid_grad)
+            PerChannelBackward<T, I, P, true>(pb);
+        else
+            PerChannelBackward<T, I, P, false>(pb);
+    } else if (args.compute_grid_grad) {
+        if (unit_channels)
+            SlabBackward<T, I, P, true, true>(pb, plan, ws);
+        else
+            SlabBackward<T, I, P, true, false>(pb, plan, ws);
+    } else {
+        if (unit_channels)
+            SlabBackward<T, I, P, false, true>(pb, plan, ws);
+        else
+            SlabBackward<T, I, P, false, false>(pb, plan, ws);
+    }
+    if constexpr (kAccumulatesInBuffer<T>) StoreAccumulator(pb);
+}
+
+}  // namespace
+
+void RunBackwardForTarget(const BackwardArgs& args, void* workspace) {
     Dispatch(args.type, args.options, [&](auto type_tag, auto interpolation, auto padding) {
-        using T = typename decltype(type_tag)::type;
-        constexpr Interpolation I = decltype(interpolation)::value;
-        constexpr Padding P = decltype(padding)::value;
-        if (args.compute_grid_grad) GridGrad<T, I, P>(args);
-        if (args.compute_input_grad) InputGrad<T, I, P>(args, workspace);
+        Backward<typename decltype(type_tag)::type, decltype(interpolation)::value, decltype(padding)::value>(args,
+                                                                                                           workspace);
     });
 }
 
+}  // namespace HWY_NAMESPACE
 }  // namespace gs3d::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace gs3d::kernels {
+
+HWY_EXPORT(RunBackwardForTarget);
+
+void RunBackward(const BackwardArgs& args, void* workspace) {
+    HWY_DYNAMIC_DISPATCH(RunBackwardForTarget)(args, workspace);
+}
+
+}  // namespace gs3d::kernels
+#endif  // HWY_ONCE

@@ -1,70 +1,129 @@
 // The forward kernel: out[n, c, d, h, w] = input sampled at grid[n, d, h, w].
-// Threads split the grid points; every output element is written by one thread, so the
-// result does not depend on the thread count.
+//
+// Compiled once per SIMD target (Google Highway's foreach_target) and chosen at run time,
+// so that floor, nearbyint and the channel loops use the best instructions the CPU has.
+// Threads split the rows (n, d, h) of the grid; every output element is written by one
+// thread, so the result does not depend on the thread count. -ffp-contract=off (see
+// CMakeLists.txt) keeps a * b + c two roundings on every target, as PyTorch computes it.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/grid_sampler3d_forward.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
 #include <cstdint>
 
 #include "kernels/dispatch.h"
 #include "kernels/grid_sampler3d_kernels.h"
 #include "kernels/trilinear_corners.h"
 
+HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
+namespace HWY_NAMESPACE {
 namespace {
 
-template <typename T, Interpolation I, Padding P>
-void Forward(const ForwardArgs& args) {
+// Samples one grid point into every channel. kUnitChannels: input and out have channel
+// stride 1 (NDHWC), so the channel loop runs over contiguous memory and vectorises.
+template <typename T, Interpolation I, Padding P, bool kUnitChannels>
+HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n, const T* HWY_RESTRICT g,
+                            T* HWY_RESTRICT out_p, const TrilinearGeometry& geometry) {
     using S = ComputeType<T>;
+    const View5& in = args.input;
+    const int64_t channels = in.size[1];
+    const int64_t in_cs = kUnitChannels ? 1 : in.stride[1];
+    const int64_t out_cs = kUnitChannels ? 1 : args.out.stride[1];
+    const bool align = args.options.align_corners;
+    const S ix = SourceIndex<S, P>(ToCompute(g[0]), in.size[4], align);
+    const S iy = SourceIndex<S, P>(ToCompute(g[args.grid.stride[4]]), in.size[3], align);
+    const S iz = SourceIndex<S, P>(ToCompute(g[2 * args.grid.stride[4]]), in.size[2], align);
+    if constexpr (I == Interpolation::kBilinear) {
+        TrilinearCorners<S> corners;
+        if (corners.Compute(ix, iy, iz, geometry)) {  // all eight corners inside: no tests
+            const S* w = corners.weight;
+            const int64_t sz = geometry.stride[0], sy = geometry.stride[1], sx = geometry.stride[2];
+            const T* HWY_RESTRICT base = in_n + corners.z0 * sz + corners.y0 * sy + corners.x0 * sx;
+            for (int64_t c = 0; c < channels; ++c) {
+                const T* v = base + c * in_cs;
+                S value = 0;
+                value += ToCompute(v[0]) * w[0];
+                value += ToCompute(v[sx]) * w[1];
+                value += ToCompute(v[sy]) * w[2];
+                value += ToCompute(v[sy + sx]) * w[3];
+                value += ToCompute(v[sz]) * w[4];
+                value += ToCompute(v[sz + sx]) * w[5];
+                value += ToCompute(v[sz + sy]) * w[6];
+                value += ToCompute(v[sz + sy + sx]) * w[7];
+                out_p[c * out_cs] = FromCompute<T>(value);
+            }
+        } else {
+            for (int64_t c = 0; c < channels; ++c) {
+                const T* v = in_n + c * in_cs;
+                S value = 0;
+                for (int k = 0; k < 8; ++k)
+                    if (corners.inside[k]) value += ToCompute(v[corners.offset[k]]) * corners.weight[k];
+                out_p[c * out_cs] = FromCompute<T>(value);
+            }
+        }
+    } else {
+        NearestCorner corner;
+        corner.Compute(ix, iy, iz, geometry);
+        for (int64_t c = 0; c < channels; ++c) {
+            const S value = corner.inside ? ToCompute(in_n[c * in_cs + corner.offset]) : S(0);
+            out_p[c * out_cs] = FromCompute<T>(value);
+        }
+    }
+}
+
+template <typename T, Interpolation I, Padding P, bool kUnitChannels>
+void Forward(const ForwardArgs& args) {
     const View5& in = args.input;
     const View5& grid = args.grid;
     const View5& out = args.out;
     const auto* in_data = static_cast<const T*>(in.data);
     const auto* grid_data = static_cast<const T*>(grid.data);
     auto* out_data = static_cast<T*>(out.data);
-    const int64_t batch = in.size[0], channels = in.size[1];
     const int64_t out_d = grid.size[1], out_h = grid.size[2], out_w = grid.size[3];
-    const int64_t points = out_d * out_h * out_w;
-    const int64_t in_size[3] = {in.size[2], in.size[3], in.size[4]};
-    const int64_t in_stride[3] = {in.stride[2], in.stride[3], in.stride[4]};
-    const bool align = args.options.align_corners;
+    const int64_t rows = in.size[0] * out_d * out_h;
+    const TrilinearGeometry geometry(in);
 
 #pragma omp parallel for schedule(static)
-    for (int64_t p = 0; p < batch * points; ++p) {
-        const int64_t n = p / points, r = p % points;
-        const int64_t d = r / (out_h * out_w), h = (r / out_w) % out_h, w = r % out_w;
-        const T* g = grid_data + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2] + w * grid.stride[3];
-        const S ix = SourceIndex<S, P>(ToCompute(g[0]), in_size[2], align);
-        const S iy = SourceIndex<S, P>(ToCompute(g[grid.stride[4]]), in_size[1], align);
-        const S iz = SourceIndex<S, P>(ToCompute(g[2 * grid.stride[4]]), in_size[0], align);
+    for (int64_t row = 0; row < rows; ++row) {
+        const int64_t h = row % out_h, d = row / out_h % out_d, n = row / (out_h * out_d);
         const T* in_n = in_data + n * in.stride[0];
-        T* out_p = out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3] + w * out.stride[4];
-        if constexpr (I == Interpolation::kBilinear) {
-            TrilinearCorners<S> corners;
-            corners.Compute(ix, iy, iz, in_size, in_stride);
-            for (int64_t c = 0; c < channels; ++c) {
-                const T* in_c = in_n + c * in.stride[1];
-                S value = 0;
-                for (int k = 0; k < 8; ++k)
-                    if (corners.inside[k]) value += ToCompute(in_c[corners.offset[k]]) * corners.weight[k];
-                out_p[c * out.stride[1]] = FromCompute<T>(value);
-            }
-        } else {
-            NearestCorner corner;
-            corner.Compute(ix, iy, iz, in_size, in_stride);
-            for (int64_t c = 0; c < channels; ++c) {
-                S value = corner.inside ? ToCompute(in_n[c * in.stride[1] + corner.offset]) : S(0);
-                out_p[c * out.stride[1]] = FromCompute<T>(value);
-            }
-        }
+        const T* g = grid_data + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2];
+        T* out_row = out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3];
+        for (int64_t w = 0; w < out_w; ++w)
+            SamplePoint<T, I, P, kUnitChannels>(args, in_n, g + w * grid.stride[3], out_row + w * out.stride[4],
+                                                geometry);
     }
 }
 
 }  // namespace
 
-size_t ForwardWorkspaceBytes(const ForwardArgs&) { return 0; }
-
-void RunForward(const ForwardArgs& args, void* /*workspace*/) {
+void RunForwardForTarget(const ForwardArgs& args) {
+    const bool unit_channels = args.input.stride[1] == 1 && args.out.stride[1] == 1;
     Dispatch(args.type, args.options, [&](auto type_tag, auto interpolation, auto padding) {
-        Forward<typename decltype(type_tag)::type, decltype(interpolation)::value, decltype(padding)::value>(args);
+        using T = typename decltype(type_tag)::type;
+        constexpr Interpolation I = decltype(interpolation)::value;
+        constexpr Padding P = decltype(padding)::value;
+        if (unit_channels)
+            Forward<T, I, P, true>(args);
+        else
+            Forward<T, I, P, false>(args);
     });
 }
 
+}  // namespace HWY_NAMESPACE
 }  // namespace gs3d::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace gs3d::kernels {
+
+HWY_EXPORT(RunForwardForTarget);
+
+size_t ForwardWorkspaceBytes(const ForwardArgs&) { return 0; }
+
+void RunForward(const ForwardArgs& args, void* /*workspace*/) { HWY_DYNAMIC_DISPATCH(RunForwardForTarget)(args); }
+
+}  // namespace gs3d::kernels
+#endif  // HWY_ONCE

@@ -1,0 +1,92 @@
+// A tiny driver that runs one op many times on the registration-like workload, for perf and
+// callgrind (the Python benchmark is the measurement; this is for looking inside).
+// Usage: profile_driver forward|backward S [C] [dtype fp32|fp16|bf16] [repeats] [noise] [mask 11|10|01]
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_grid_sampler3d.h"
+#include "aclnnop/aclnn_grid_sampler3d_backward.h"
+
+int main(int argc, char** argv) {
+    const std::string op = argc > 1 ? argv[1] : "backward";
+    const int64_t s = argc > 2 ? std::atoll(argv[2]) : 128;
+    const int64_t c = argc > 3 ? std::atoll(argv[3]) : 1;
+    const std::string type_name = argc > 4 ? argv[4] : "fp32";
+    const int repeats = argc > 5 ? std::atoi(argv[5]) : 5;
+    const float noise_sigma = argc > 6 ? std::atof(argv[6]) : 0.05f;
+    const std::string mask_text = argc > 7 ? argv[7] : "11";
+    bool mask_values[2] = {mask_text[0] == '1', mask_text[1] == '1'};
+    aclBoolArray* mask = aclCreateBoolArray(mask_values, 2);
+    const aclDataType type = type_name == "fp16" ? ACL_FLOAT16 : type_name == "bf16" ? ACL_BF16 : ACL_FLOAT;
+    const size_t es = type == ACL_FLOAT ? 4 : 2;
+    aclInit(nullptr);
+    aclrtSetDevice(0);
+    aclrtStream stream;
+    aclrtCreateStream(&stream);
+    const int64_t vol = c * s * s * s, pts = s * s * s;
+    std::vector<float> input(vol), grad(vol), grid(pts * 3);
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::normal_distribution<float> noise(0, noise_sigma > 0 ? noise_sigma : 1e-30f);
+    for (auto& v : input) v = u(rng);
+    for (auto& v : grad) v = u(rng);
+    for (int64_t z = 0; z < s; ++z)
+        for (int64_t y = 0; y < s; ++y)
+            for (int64_t x = 0; x < s; ++x) {
+                float* g = &grid[((z * s + y) * s + x) * 3];
+                g[0] = (2 * x + 1) / float(s) - 1 + noise(rng);
+                g[1] = (2 * y + 1) / float(s) - 1 + noise(rng);
+                g[2] = (2 * z + 1) / float(s) - 1 + noise(rng);
+            }
+    // fp16/bf16 data: any bits will do for timing; reuse the fp32 storage.
+    const int64_t vdims[5] = {1, c, s, s, s}, gdims[5] = {1, s, s, s, 3}, vstore[1] = {vol}, gstore[1] = {pts * 3};
+    std::vector<char> out(vol * es), input_grad(vol * es), grid_grad(pts * 3 * es);
+    auto make = [&](const int64_t* dims, const int64_t* store, void* data) {
+        return aclCreateTensor(dims, 5, type, nullptr, 0, ACL_FORMAT_NCDHW, store, 1, data);
+    };
+    aclTensor *ti = make(vdims, vstore, input.data()), *tg = make(gdims, gstore, grid.data()),
+              *tgo = make(vdims, vstore, grad.data()), *to = make(vdims, vstore, out.data()),
+              *tig = make(vdims, vstore, input_grad.data()), *tgg = make(gdims, gstore, grid_grad.data());
+    if (type != ACL_FLOAT) {  // store valid half values of the same numbers
+        for (auto* v : {&input, &grad, &grid})
+            for (size_t i = 0; i < v->size(); ++i) {
+                uint32_t b;
+                std::memcpy(&b, &(*v)[i], 4);
+                reinterpret_cast<uint16_t*>(v->data())[i] = static_cast<uint16_t>(b >> 16);  // bf16-ish
+            }
+    }
+    double best = 1e9;
+    for (int r = 0; r < repeats; ++r) {
+        uint64_t size = 0;
+        aclOpExecutor* ex = nullptr;
+        const auto start = std::chrono::steady_clock::now();
+        aclnnStatus st;
+        std::vector<char> ws;
+        if (op == "forward") {
+            st = aclnnGridSampler3DGetWorkspaceSize(ti, tg, 0, 0, false, to, &size, &ex);
+            ws.resize(size);
+            if (st == 0) st = aclnnGridSampler3D(ws.data(), size, ex, stream);
+        } else {
+            st = aclnnGridSampler3DBackwardGetWorkspaceSize(tgo, ti, tg, 0, 0, false, mask, tig, tgg, &size, &ex);
+            ws.resize(size);
+            if (st == 0) st = aclnnGridSampler3DBackward(ws.data(), size, ex, stream);
+        }
+        aclrtSynchronizeStream(stream);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        if (st != 0) {
+            std::printf("failed %d: %s\n", st, aclGetRecentErrMsg());
+            return 1;
+        }
+        best = std::min(best, ms);
+    }
+    std::printf("%s S=%lld C=%lld %s: best %.2f ms\n", op.c_str(), (long long)s, (long long)c, type_name.c_str(), best);
+    aclFinalize();
+    return 0;
+}
