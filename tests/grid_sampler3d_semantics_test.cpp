@@ -181,6 +181,41 @@ TEST(HostileGrid, FarOutsideMatchesReference) {
         }
 }
 
+// Large enough for every slab and binning chunk to hold full SIMD blocks of points, with a
+// registration-like grid (identity plus noise) and a random one, against the reference.
+TEST(LargerProblems, BackwardMatchesReference) {
+    std::mt19937 rng(21);
+    for (aclDataType type : {ACL_FLOAT, ACL_FLOAT16, ACL_DOUBLE})
+        for (int padding : {0, 1, 2})
+            for (bool identity_like : {true, false}) {
+                const RefOptions options{0, padding, false};
+                BackwardCase bc(type, 2, 3, 20, 18, 16, 16, 15, 14, 30u + static_cast<unsigned>(padding));
+                if (identity_like) {
+                    for (int64_t n = 0; n < 2; ++n)
+                        for (int64_t d = 0; d < 16; ++d)
+                            for (int64_t h = 0; h < 15; ++h)
+                                for (int64_t w = 0; w < 14; ++w) {
+                                    const double base[3] = {(2.0 * w + 1) / 14 - 1, (2.0 * h + 1) / 15 - 1,
+                                                            (2.0 * d + 1) / 16 - 1};
+                                    for (int axis = 0; axis < 3; ++axis) {
+                                        // Few significant bits, so every dtype holds it exactly.
+                                        const double v = std::round((base[axis] + RandomGridValue(rng) / 16) * 256) / 256;
+                                        bc.grid_values.at(n, d, h, w, axis) = v;
+                                    }
+                                }
+                    StoreGrid(bc.grid_values, &bc.grid);
+                }
+                ASSERT_EQ(bc.Run(std::nullopt, options), ACLNN_SUCCESS);
+                Array5 expected_input_grad, expected_grid_grad;
+                ReferenceBackward(bc.grad_values, bc.input_values, bc.grid_values, options, &expected_input_grad,
+                                  &expected_grid_grad);
+                EXPECT_EQ(CompareArrays(LoadVolume(bc.input_grad, false), expected_input_grad, type), "")
+                    << DtypeName(type) << " padding " << padding;
+                EXPECT_EQ(CompareArrays(LoadGrid(bc.grid_grad), expected_grid_grad, type), "")
+                    << DtypeName(type) << " padding " << padding;
+            }
+}
+
 TEST(Streams, WorkRunsInOrder) {
     // A chain of forwards, each reading the previous one's output, launched without waiting:
     // only in-order execution gives the composed result.

@@ -7,7 +7,7 @@ namespace {
 
 // Slabs per batch item at most: enough parallel tasks per phase for a many-core machine,
 // few enough that a slab is thick and the bins are long.
-constexpr int64_t kTargetSlabs = 64;
+constexpr int64_t kTargetSlabs = 32;
 // Binning chunks per batch item at most (each chunk has a count per slab).
 constexpr int64_t kTargetChunks = 256;
 constexpr size_t kAlignment = 64;

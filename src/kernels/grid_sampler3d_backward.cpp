@@ -226,26 +226,189 @@ HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_
     }
 }
 
-// The slab of the first corner a point touches along D, or kSkipPoint when it touches none
-// (then it contributes nothing: its gridGrad is 0 and it scatters nothing).
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Grid points handled together by the SIMD block path.
+constexpr int kBlock = 64;
+
+// A block of bilinear points, in structure-of-arrays form, vectorised across points:
+// (A) scalar: each point's source indices and their derivatives (PyTorch's exact scalar
+//     code, for every padding);
+// (B) vector: floors, the corners' inside masks and the eight weights;
+// (C) per channel: a scalar fill of the corner values and of gradOutput, the grid gradient's
+//     terms in vector form, in PyTorch's order, with corners outside masked out (so that
+//     NaN and inf behave as in PyTorch, which skips them); w * g in vector form, then a
+//     scalar scatter into inputGrad in the block's point order.
+template <typename T, Padding P, bool kInputGrad, bool kGridGrad, typename S = ComputeType<T>>
+HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t* points, int count,
+                                const FastDivider32& by_w, const FastDivider32& by_h) {
+    const hn::ScalableTag<S> d;
+    const size_t lanes = hn::Lanes(d);
+    const BackwardArgs& a = pb.args;
+    HWY_ALIGN S ix[kBlock], iy[kBlock], iz[kBlock], mx[kBlock], my[kBlock], mz[kBlock];
+    HWY_ALIGN S x0[kBlock], y0[kBlock], z0[kBlock];
+    HWY_ALIGN S weight[8][kBlock], inside[8][kBlock];
+    HWY_ALIGN S wx[2][kBlock], wy[2][kBlock], wz[2][kBlock];
+    HWY_ALIGN S g[kBlock], v[8][kBlock], wg[8][kBlock], gix[kBlock], giy[kBlock], giz[kBlock];
+    int64_t gout_offset[kBlock], acc_base[kBlock], in_base[kBlock];
+    int32_t dd[kBlock], hh[kBlock], ww[kBlock];
+    bool all_inside[kBlock];
+    const int padded = static_cast<int>((count + lanes - 1) / lanes * lanes);
+
+    // (A)
+    for (int i = 0; i < padded; ++i) {
+        if (i >= count) {  // lanes past the end: harmless values, never stored
+            ix[i] = iy[i] = iz[i] = -4;
+            mx[i] = my[i] = mz[i] = 0;
+            continue;
+        }
+        const uint32_t p = points[i];
+        const uint32_t row = by_w.Divide(p);
+        const uint32_t pd = by_h.Divide(row);
+        dd[i] = static_cast<int32_t>(pd);
+        hh[i] = static_cast<int32_t>(row - pd * pb.out_h);
+        ww[i] = static_cast<int32_t>(p - row * pb.out_w);
+        const SourceIndices<S> si = LoadSourceIndices<T, P>(pb.GridPoint(n, dd[i], hh[i], ww[i]), a.grid.stride[4],
+                                                              a.input, a.options.align_corners);
+        ix[i] = si.ix, iy[i] = si.iy, iz[i] = si.iz, mx[i] = si.mx, my[i] = si.my, mz[i] = si.mz;
+        gout_offset[i] = pb.GradOutputPoint(n, dd[i], hh[i], ww[i]) - pb.gout;
+    }
+    // (B)
+    const TrilinearGeometry& geo = pb.acc_geometry;
+    const auto one = hn::Set(d, S(1)), zero = hn::Zero(d), sentinel = hn::Set(d, S(-2));
+    const auto size_x = hn::Set(d, static_cast<S>(geo.size[2])), size_y = hn::Set(d, static_cast<S>(geo.size[1])),
+               size_z = hn::Set(d, static_cast<S>(geo.size[0]));
+    const auto neg_one = hn::Set(d, S(-1));
+    for (int i = 0; i < padded; i += static_cast<int>(lanes)) {
+        // FloorIndex: NaN, inf and far-out indices give -2 (both corners outside).
+        auto floor_index = [&](auto index, auto size) HWY_ATTR {
+            const auto valid = hn::And(hn::Ge(index, neg_one), hn::Le(index, size));
+            return hn::IfThenElse(valid, hn::Floor(index), sentinel);
+        };
+        const auto vix = hn::Load(d, ix + i), viy = hn::Load(d, iy + i), viz = hn::Load(d, iz + i);
+        const auto vx0 = floor_index(vix, size_x), vy0 = floor_index(viy, size_y), vz0 = floor_index(viz, size_z);
+        hn::Store(vx0, d, x0 + i);
+        hn::Store(vy0, d, y0 + i);
+        hn::Store(vz0, d, z0 + i);
+        const auto wx0 = hn::Sub(hn::Add(vx0, one), vix), wx1 = hn::Sub(vix, vx0);
+        const auto wy0 = hn::Sub(hn::Add(vy0, one), viy), wy1 = hn::Sub(viy, vy0);
+        const auto wz0 = hn::Sub(hn::Add(vz0, one), viz), wz1 = hn::Sub(viz, vz0);
+        hn::Store(wx0, d, wx[0] + i), hn::Store(wx1, d, wx[1] + i);
+        hn::Store(wy0, d, wy[0] + i), hn::Store(wy1, d, wy[1] + i);
+        hn::Store(wz0, d, wz[0] + i), hn::Store(wz1, d, wz[1] + i);
+        const decltype(wx0) wxs[2] = {wx0, wx1}, wys[2] = {wy0, wy1}, wzs[2] = {wz0, wz1};
+        const auto in_range = [&](auto c, auto size) HWY_ATTR { return hn::And(hn::Ge(c, zero), hn::Lt(c, size)); };
+        const auto vx1 = hn::Add(vx0, one), vy1 = hn::Add(vy0, one), vz1 = hn::Add(vz0, one);
+        const decltype(in_range(vx0, size_x)) bx[2] = {in_range(vx0, size_x), in_range(vx1, size_x)},
+                                             by[2] = {in_range(vy0, size_y), in_range(vy1, size_y)},
+                                             bz[2] = {in_range(vz0, size_z), in_range(vz1, size_z)};
+        for (int k = 0; k < 8; ++k) {
+            const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
+            hn::Store(hn::Mul(hn::Mul(wxs[kx], wys[ky]), wzs[kz]), d, weight[k] + i);
+            hn::Store(hn::IfThenElseZero(hn::And(hn::And(bx[kx], by[ky]), bz[kz]), one), d, inside[k] + i);
+        }
+        hn::Store(zero, d, gix + i), hn::Store(zero, d, giy + i), hn::Store(zero, d, giz + i);
+    }
+    for (int i = 0; i < count; ++i) {
+        const int64_t x = static_cast<int64_t>(x0[i]), y = static_cast<int64_t>(y0[i]), z = static_cast<int64_t>(z0[i]);
+        all_inside[i] = x >= 0 && x + 1 < geo.size[2] && y >= 0 && y + 1 < geo.size[1] && z >= 0 && z + 1 < geo.size[0];
+        acc_base[i] = z * geo.stride[0] + y * geo.stride[1] + x * geo.stride[2];
+        in_base[i] = z * pb.in_geometry.stride[0] + y * pb.in_geometry.stride[1] + x * pb.in_geometry.stride[2];
+    }
+    // (C)
+    const T* in_n = pb.in + n * a.input.stride[0];
+    S* acc_n = pb.acc + n * pb.acc_stride[0];
+    for (int64_t c = 0; c < pb.channels; ++c) {
+        const T* gout_c = pb.gout + c * a.grad_output.stride[1];
+        const T* in_c = in_n + c * a.input.stride[1];
+        for (int i = 0; i < count; ++i) g[i] = ToCompute(gout_c[gout_offset[i]]);
+        for (int i = count; i < padded; ++i) g[i] = 0;
+        if constexpr (kGridGrad) {
+            for (int i = 0; i < count; ++i) {
+                const T* q = in_c + in_base[i];
+                if (all_inside[i]) {
+                    for (int k = 0; k < 8; ++k) v[k][i] = ToCompute(q[pb.in_geometry.corner_delta[k]]);
+                } else {
+                    for (int k = 0; k < 8; ++k)
+                        v[k][i] = inside[k][i] != 0 ? ToCompute(q[pb.in_geometry.corner_delta[k]]) : S(0);
+                }
+            }
+            for (int i = count; i < padded; ++i)
+                for (int k = 0; k < 8; ++k) v[k][i] = 0;
+        }
+        for (int i = 0; i < padded; i += static_cast<int>(lanes)) {
+            const auto vg = hn::Load(d, g + i);
+            if constexpr (kInputGrad)
+                for (int k = 0; k < 8; ++k) hn::Store(hn::Mul(hn::Load(d, weight[k] + i), vg), d, wg[k] + i);
+            if constexpr (kGridGrad) {
+                auto gx = hn::Load(d, gix + i), gy = hn::Load(d, giy + i), gz = hn::Load(d, giz + i);
+                const decltype(gx) wxs[2] = {hn::Load(d, wx[0] + i), hn::Load(d, wx[1] + i)},
+                                   wys[2] = {hn::Load(d, wy[0] + i), hn::Load(d, wy[1] + i)},
+                                   wzs[2] = {hn::Load(d, wz[0] + i), hn::Load(d, wz[1] + i)};
+                for (int k = 0; k < 8; ++k) {
+                    const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
+                    const auto mask = hn::Ne(hn::Load(d, inside[k] + i), zero);
+                    const auto vk = hn::Load(d, v[k] + i);
+                    // PyTorch: gix -= tnw_val * (iy_bse - iy) * (iz_bse - iz) * gOut, and so on.
+                    const auto tx = hn::IfThenElseZero(mask, hn::Mul(hn::Mul(hn::Mul(vk, wys[ky]), wzs[kz]), vg));
+                    const auto ty = hn::IfThenElseZero(mask, hn::Mul(hn::Mul(hn::Mul(vk, wxs[kx]), wzs[kz]), vg));
+                    const auto tz = hn::IfThenElseZero(mask, hn::Mul(hn::Mul(hn::Mul(vk, wxs[kx]), wys[ky]), vg));
+                    gx = kx ? hn::Add(gx, tx) : hn::Sub(gx, tx);
+                    gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
+                    gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
+                }
+                hn::Store(gx, d, gix + i), hn::Store(gy, d, giy + i), hn::Store(gz, d, giz + i);
+            }
+        }
+        if constexpr (kInputGrad) {
+            S* acc_c = acc_n + c * pb.acc_stride[1];
+            const int64_t* delta = geo.corner_delta;
+            for (int i = 0; i < count; ++i) {
+                S* q = acc_c + acc_base[i];
+                if (all_inside[i]) {
+                    for (int k = 0; k < 8; ++k) q[delta[k]] += wg[k][i];
+                } else {
+                    for (int k = 0; k < 8; ++k)
+                        if (inside[k][i] != 0) q[delta[k]] += wg[k][i];
+                }
+            }
+        }
+    }
+    if constexpr (kGridGrad)
+        for (int i = 0; i < count; ++i) pb.WriteGridGrad(n, dd[i], hh[i], ww[i], mx[i] * gix[i], my[i] * giy[i], mz[i] * giz[i]);
+}
+
+// The first corner's index along an axis of `size` that a point touches, or -1 when it
+// touches none along that axis (then it contributes nothing at all).
+template <Interpolation I, typename S>
+HWY_INLINE int64_t FirstTouched(S index, int64_t size) {
+    if constexpr (I == Interpolation::kNearest) {
+        const int64_t i = NearestIndex(index, size);
+        return i >= 0 && i < size ? i : -1;
+    } else {
+        const int64_t i = FloorIndex(index, size);
+        if (i < -1 || i >= size) return -1;
+        return std::max<int64_t>(i, 0);  // floor -1: only its floor + 1 = 0 corner is inside
+    }
+}
+
+// The slab of a point's first corner along D, or kSkipPoint when it touches no voxel along
+// D or H (then it contributes nothing: gridGrad 0, no scatter).
 template <typename T, Interpolation I, Padding P>
-HWY_INLINE uint16_t SlabOfPoint(const Problem<T>& pb, const SlabPlan& plan, int64_t n, int64_t d, int64_t h,
-                                int64_t w) {
+HWY_INLINE uint16_t SlabOfPoint(const Problem<T>& pb, const FastDivider32& by_slab_depth, int64_t n, int64_t d,
+                                int64_t h, int64_t w) {
     using S = ComputeType<T>;
     const View5& in = pb.args.input;
+    const T* g = pb.GridPoint(n, d, h, w);
+    const int64_t cs = pb.args.grid.stride[4];
+    const bool align = pb.args.options.align_corners;
     S unused;
-    const S iz = SourceIndexWithDerivative<S, P>(ToCompute(pb.GridPoint(n, d, h, w)[2 * pb.args.grid.stride[4]]),
-                                                 in.size[2], pb.args.options.align_corners, &unused);
-    int64_t z;
-    if constexpr (I == Interpolation::kNearest) {
-        z = NearestIndex(iz, in.size[2]);
-        if (z < 0 || z >= in.size[2]) return kSkipPoint;
-    } else {
-        z = FloorIndex(iz, in.size[2]);
-        if (z < -1 || z >= in.size[2]) return kSkipPoint;
-        z = std::max<int64_t>(z, 0);  // only its z0 + 1 = 0 corner is inside: slab 0
-    }
-    return static_cast<uint16_t>(z / plan.slab_depth);
+    const int64_t z = FirstTouched<I>(SourceIndexWithDerivative<S, P>(ToCompute(g[2 * cs]), in.size[2], align, &unused),
+                                      in.size[2]);
+    const int64_t y = FirstTouched<I>(SourceIndexWithDerivative<S, P>(ToCompute(g[cs]), in.size[3], align, &unused),
+                                      in.size[3]);
+    if (z < 0 || y < 0) return kSkipPoint;
+    return static_cast<uint16_t>(by_slab_depth.Divide(static_cast<uint32_t>(z)));
 }
 
 template <typename T, Interpolation I, Padding P, bool kGridGrad, bool kUnitChannels>
@@ -253,6 +416,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
     using S = ComputeType<T>;
     const int64_t rows = pb.out_d * pb.out_h;
     const int64_t chunks = plan.chunks_per_batch, slabs = plan.slabs;
+    const FastDivider32 by_slab_depth(static_cast<uint32_t>(plan.slab_depth));
     const int64_t rows_per_chunk = plan.rows_per_chunk;
 
     // Pass 1: the slab of every point, and per-chunk counts.
@@ -265,7 +429,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
             const int64_t d = row / pb.out_h, h = row % pb.out_h;
             uint16_t* keys = ws.keys + n * pb.points + row * pb.out_w;
             for (int64_t w = 0; w < pb.out_w; ++w) {
-                const uint16_t slab = SlabOfPoint<T, I, P>(pb, plan, n, d, h, w);
+                const uint16_t slab = SlabOfPoint<T, I, P>(pb, by_slab_depth, n, d, h, w);
                 keys[w] = slab;
                 if (slab != kSkipPoint)
                     ++counts[slab];
@@ -274,7 +438,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
             }
         }
     }
-    // Exclusive prefix sums: bins in slab order, chunks in grid order within a bin.
+    // Exclusive prefix sums: slabs in order, chunks in grid order within a slab's bin.
     for (int64_t n = 0; n < pb.batch; ++n) {
         uint32_t running = 0;
         for (int64_t slab = 0; slab < slabs; ++slab) {
@@ -322,13 +486,20 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                         }
             }
             const uint32_t* order = ws.order + n * pb.points;
-            for (uint32_t i = ws.bin_begin[n * (slabs + 1) + slab]; i < ws.bin_begin[n * (slabs + 1) + slab + 1];
-                 ++i) {
-                const uint32_t p = order[i];
-                const uint32_t row = by_w.Divide(p);
-                const uint32_t d = by_h.Divide(row);
-                BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, row - d * pb.out_h,
-                                                                        p - row * pb.out_w);
+            const uint32_t begin = ws.bin_begin[n * (slabs + 1) + slab];
+            const uint32_t end = ws.bin_begin[n * (slabs + 1) + slab + 1];
+            if constexpr (I == Interpolation::kBilinear && !kUnitChannels) {
+                for (uint32_t i = begin; i < end; i += kBlock)
+                    BilinearBlock<T, P, true, kGridGrad>(pb, n, order + i, static_cast<int>(std::min<uint32_t>(kBlock, end - i)),
+                                                         by_w, by_h);
+            } else {
+                for (uint32_t i = begin; i < end; ++i) {
+                    const uint32_t p = order[i];
+                    const uint32_t row = by_w.Divide(p);
+                    const uint32_t d = by_h.Divide(row);
+                    BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, row - d * pb.out_h,
+                                                                            p - row * pb.out_w);
+                }
             }
         }
     }
