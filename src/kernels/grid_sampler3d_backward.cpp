@@ -18,6 +18,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "kernels/simd_cells-inl.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -226,11 +228,6 @@ HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_
     }
 }
 
-namespace hn = hwy::HWY_NAMESPACE;
-
-// Grid points handled together by the SIMD block path.
-constexpr int kBlock = 64;
-
 // A block of bilinear points, in structure-of-arrays form, vectorised across points:
 // (A) scalar: each point's source indices and their derivatives (PyTorch's exact scalar
 //     code, for every padding);
@@ -246,13 +243,10 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t*
     const size_t lanes = hn::Lanes(d);
     const BackwardArgs& a = pb.args;
     HWY_ALIGN S ix[kBlock], iy[kBlock], iz[kBlock], mx[kBlock], my[kBlock], mz[kBlock];
-    HWY_ALIGN S x0[kBlock], y0[kBlock], z0[kBlock];
-    HWY_ALIGN S weight[8][kBlock], inside[8][kBlock];
-    HWY_ALIGN S wx[2][kBlock], wy[2][kBlock], wz[2][kBlock];
     HWY_ALIGN S g[kBlock], v[8][kBlock], wg[8][kBlock], gix[kBlock], giy[kBlock], giz[kBlock];
+    BlockCells<S> cells;
     int64_t gout_offset[kBlock], acc_base[kBlock], in_base[kBlock];
     int32_t dd[kBlock], hh[kBlock], ww[kBlock];
-    bool all_inside[kBlock];
     const int padded = static_cast<int>((count + lanes - 1) / lanes * lanes);
 
     // (A)
@@ -275,45 +269,14 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t*
     }
     // (B)
     const TrilinearGeometry& geo = pb.acc_geometry;
-    const auto one = hn::Set(d, S(1)), zero = hn::Zero(d), sentinel = hn::Set(d, S(-2));
-    const auto size_x = hn::Set(d, static_cast<S>(geo.size[2])), size_y = hn::Set(d, static_cast<S>(geo.size[1])),
-               size_z = hn::Set(d, static_cast<S>(geo.size[0]));
-    const auto neg_one = hn::Set(d, S(-1));
+    cells.Compute(ix, iy, iz, padded, count, geo);
+    const auto zero = hn::Zero(d);
     for (int i = 0; i < padded; i += static_cast<int>(lanes)) {
-        // FloorIndex: NaN, inf and far-out indices give -2 (both corners outside).
-        auto floor_index = [&](auto index, auto size) HWY_ATTR {
-            const auto valid = hn::And(hn::Ge(index, neg_one), hn::Le(index, size));
-            return hn::IfThenElse(valid, hn::Floor(index), sentinel);
-        };
-        const auto vix = hn::Load(d, ix + i), viy = hn::Load(d, iy + i), viz = hn::Load(d, iz + i);
-        const auto vx0 = floor_index(vix, size_x), vy0 = floor_index(viy, size_y), vz0 = floor_index(viz, size_z);
-        hn::Store(vx0, d, x0 + i);
-        hn::Store(vy0, d, y0 + i);
-        hn::Store(vz0, d, z0 + i);
-        const auto wx0 = hn::Sub(hn::Add(vx0, one), vix), wx1 = hn::Sub(vix, vx0);
-        const auto wy0 = hn::Sub(hn::Add(vy0, one), viy), wy1 = hn::Sub(viy, vy0);
-        const auto wz0 = hn::Sub(hn::Add(vz0, one), viz), wz1 = hn::Sub(viz, vz0);
-        hn::Store(wx0, d, wx[0] + i), hn::Store(wx1, d, wx[1] + i);
-        hn::Store(wy0, d, wy[0] + i), hn::Store(wy1, d, wy[1] + i);
-        hn::Store(wz0, d, wz[0] + i), hn::Store(wz1, d, wz[1] + i);
-        const decltype(wx0) wxs[2] = {wx0, wx1}, wys[2] = {wy0, wy1}, wzs[2] = {wz0, wz1};
-        const auto in_range = [&](auto c, auto size) HWY_ATTR { return hn::And(hn::Ge(c, zero), hn::Lt(c, size)); };
-        const auto vx1 = hn::Add(vx0, one), vy1 = hn::Add(vy0, one), vz1 = hn::Add(vz0, one);
-        const decltype(in_range(vx0, size_x)) bx[2] = {in_range(vx0, size_x), in_range(vx1, size_x)},
-                                             by[2] = {in_range(vy0, size_y), in_range(vy1, size_y)},
-                                             bz[2] = {in_range(vz0, size_z), in_range(vz1, size_z)};
-        for (int k = 0; k < 8; ++k) {
-            const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
-            hn::Store(hn::Mul(hn::Mul(wxs[kx], wys[ky]), wzs[kz]), d, weight[k] + i);
-            hn::Store(hn::IfThenElseZero(hn::And(hn::And(bx[kx], by[ky]), bz[kz]), one), d, inside[k] + i);
-        }
         hn::Store(zero, d, gix + i), hn::Store(zero, d, giy + i), hn::Store(zero, d, giz + i);
     }
     for (int i = 0; i < count; ++i) {
-        const int64_t x = static_cast<int64_t>(x0[i]), y = static_cast<int64_t>(y0[i]), z = static_cast<int64_t>(z0[i]);
-        all_inside[i] = x >= 0 && x + 1 < geo.size[2] && y >= 0 && y + 1 < geo.size[1] && z >= 0 && z + 1 < geo.size[0];
-        acc_base[i] = z * geo.stride[0] + y * geo.stride[1] + x * geo.stride[2];
-        in_base[i] = z * pb.in_geometry.stride[0] + y * pb.in_geometry.stride[1] + x * pb.in_geometry.stride[2];
+        acc_base[i] = cells.Base(i, geo.stride);
+        in_base[i] = cells.Base(i, pb.in_geometry.stride);
     }
     // (C)
     const T* in_n = pb.in + n * a.input.stride[0];
@@ -326,11 +289,11 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t*
         if constexpr (kGridGrad) {
             for (int i = 0; i < count; ++i) {
                 const T* q = in_c + in_base[i];
-                if (all_inside[i]) {
+                if (cells.all_inside[i]) {
                     for (int k = 0; k < 8; ++k) v[k][i] = ToCompute(q[pb.in_geometry.corner_delta[k]]);
                 } else {
                     for (int k = 0; k < 8; ++k)
-                        v[k][i] = inside[k][i] != 0 ? ToCompute(q[pb.in_geometry.corner_delta[k]]) : S(0);
+                        v[k][i] = cells.inside[k][i] != 0 ? ToCompute(q[pb.in_geometry.corner_delta[k]]) : S(0);
                 }
             }
             for (int i = count; i < padded; ++i)
@@ -339,15 +302,15 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t*
         for (int i = 0; i < padded; i += static_cast<int>(lanes)) {
             const auto vg = hn::Load(d, g + i);
             if constexpr (kInputGrad)
-                for (int k = 0; k < 8; ++k) hn::Store(hn::Mul(hn::Load(d, weight[k] + i), vg), d, wg[k] + i);
+                for (int k = 0; k < 8; ++k) hn::Store(hn::Mul(hn::Load(d, cells.weight[k] + i), vg), d, wg[k] + i);
             if constexpr (kGridGrad) {
                 auto gx = hn::Load(d, gix + i), gy = hn::Load(d, giy + i), gz = hn::Load(d, giz + i);
-                const decltype(gx) wxs[2] = {hn::Load(d, wx[0] + i), hn::Load(d, wx[1] + i)},
-                                   wys[2] = {hn::Load(d, wy[0] + i), hn::Load(d, wy[1] + i)},
-                                   wzs[2] = {hn::Load(d, wz[0] + i), hn::Load(d, wz[1] + i)};
+                const decltype(gx) wxs[2] = {hn::Load(d, cells.wx[0] + i), hn::Load(d, cells.wx[1] + i)},
+                                   wys[2] = {hn::Load(d, cells.wy[0] + i), hn::Load(d, cells.wy[1] + i)},
+                                   wzs[2] = {hn::Load(d, cells.wz[0] + i), hn::Load(d, cells.wz[1] + i)};
                 for (int k = 0; k < 8; ++k) {
                     const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
-                    const auto mask = hn::Ne(hn::Load(d, inside[k] + i), zero);
+                    const auto mask = hn::Ne(hn::Load(d, cells.inside[k] + i), zero);
                     const auto vk = hn::Load(d, v[k] + i);
                     // PyTorch: gix -= tnw_val * (iy_bse - iy) * (iz_bse - iz) * gOut, and so on.
                     const auto tx = hn::IfThenElseZero(mask, hn::Mul(hn::Mul(hn::Mul(vk, wys[ky]), wzs[kz]), vg));
@@ -365,11 +328,11 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t*
             const int64_t* delta = geo.corner_delta;
             for (int i = 0; i < count; ++i) {
                 S* q = acc_c + acc_base[i];
-                if (all_inside[i]) {
+                if (cells.all_inside[i]) {
                     for (int k = 0; k < 8; ++k) q[delta[k]] += wg[k][i];
                 } else {
                     for (int k = 0; k < 8; ++k)
-                        if (inside[k][i] != 0) q[delta[k]] += wg[k][i];
+                        if (cells.inside[k][i] != 0) q[delta[k]] += wg[k][i];
                 }
             }
         }

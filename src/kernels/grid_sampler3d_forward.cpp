@@ -10,6 +10,9 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "kernels/simd_cells-inl.h"
+
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/dispatch.h"
@@ -73,6 +76,61 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
     }
 }
 
+// A row segment of up to kBlock bilinear points, vectorised across points: source indices
+// by PyTorch's scalar code, cells and weights with SIMD, a scalar fill of the corner values
+// per channel, then value = 0 + v0 * w0 + ... + v7 * w7 in vector form with the corners
+// outside masked out (PyTorch skips them), rounded once on store.
+template <typename T, Padding P, typename S = ComputeType<T>>
+HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, const T* grid_row, T* out_row,
+                                       int64_t w_begin, int count, const TrilinearGeometry& geometry) {
+    const hn::ScalableTag<S> d;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const int padded = (count + lanes - 1) / lanes * lanes;
+    const View5& in = args.input;
+    const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
+    const bool align = args.options.align_corners;
+    HWY_ALIGN S ix[kBlock], iy[kBlock], iz[kBlock], v[8][kBlock], value[kBlock];
+    BlockCells<S> cells;
+    int64_t base[kBlock];
+    for (int i = 0; i < padded; ++i) {
+        if (i >= count) {  // lanes past the end: harmless, never stored
+            ix[i] = iy[i] = iz[i] = -4;
+            continue;
+        }
+        const T* g = grid_row + (w_begin + i) * gs;
+        ix[i] = SourceIndex<S, P>(ToCompute(g[0]), in.size[4], align);
+        iy[i] = SourceIndex<S, P>(ToCompute(g[cs]), in.size[3], align);
+        iz[i] = SourceIndex<S, P>(ToCompute(g[2 * cs]), in.size[2], align);
+    }
+    cells.Compute(ix, iy, iz, padded, count, geometry);
+    for (int i = 0; i < count; ++i) base[i] = cells.Base(i, geometry.stride);
+    for (int k = 0; k < 8; ++k)
+        for (int i = count; i < padded; ++i) v[k][i] = 0;
+    const int64_t* delta = geometry.corner_delta;
+    const auto zero = hn::Zero(d);
+    for (int64_t c = 0; c < in.size[1]; ++c) {
+        const T* in_c = in_n + c * in.stride[1];
+        for (int i = 0; i < count; ++i) {
+            const T* q = in_c + base[i];
+            if (cells.all_inside[i]) {
+                for (int k = 0; k < 8; ++k) v[k][i] = ToCompute(q[delta[k]]);
+            } else {
+                for (int k = 0; k < 8; ++k) v[k][i] = cells.inside[k][i] != 0 ? ToCompute(q[delta[k]]) : S(0);
+            }
+        }
+        for (int i = 0; i < padded; i += lanes) {
+            auto sum = zero;
+            for (int k = 0; k < 8; ++k) {
+                const auto mask = hn::Ne(hn::Load(d, cells.inside[k] + i), zero);
+                sum = hn::Add(sum, hn::IfThenElseZero(mask, hn::Mul(hn::Load(d, v[k] + i), hn::Load(d, cells.weight[k] + i))));
+            }
+            hn::Store(sum, d, value + i);
+        }
+        T* out_c = out_row + c * args.out.stride[1];
+        for (int i = 0; i < count; ++i) out_c[(w_begin + i) * args.out.stride[4]] = FromCompute<T>(value[i]);
+    }
+}
+
 template <typename T, Interpolation I, Padding P, bool kUnitChannels>
 void Forward(const ForwardArgs& args) {
     const View5& in = args.input;
@@ -91,9 +149,15 @@ void Forward(const ForwardArgs& args) {
         const T* in_n = in_data + n * in.stride[0];
         const T* g = grid_data + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2];
         T* out_row = out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3];
-        for (int64_t w = 0; w < out_w; ++w)
-            SamplePoint<T, I, P, kUnitChannels>(args, in_n, g + w * grid.stride[3], out_row + w * out.stride[4],
-                                                geometry);
+        if constexpr (I == Interpolation::kBilinear && !kUnitChannels) {
+            for (int64_t w = 0; w < out_w; w += kBlock)
+                BilinearForwardBlock<T, P>(args, in_n, g, out_row, w, static_cast<int>(std::min<int64_t>(kBlock, out_w - w)),
+                                           geometry);
+        } else {
+            for (int64_t w = 0; w < out_w; ++w)
+                SamplePoint<T, I, P, kUnitChannels>(args, in_n, g + w * grid.stride[3], out_row + w * out.stride[4],
+                                                    geometry);
+        }
     }
 }
 
