@@ -22,9 +22,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
-#include <vector>
 
 #include "kernels/backward_plan.h"
 #include "kernels/dispatch.h"
