@@ -284,19 +284,7 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t*
         const T* in_c = in_n + c * a.input.stride[1];
         for (int i = 0; i < count; ++i) g[i] = ToCompute(gout_c[gout_offset[i]]);
         for (int i = count; i < padded; ++i) g[i] = 0;
-        if constexpr (kGridGrad) {
-            for (int i = 0; i < count; ++i) {
-                const T* q = in_c + in_base[i];
-                if (cells.all_inside[i]) {
-                    for (int k = 0; k < 8; ++k) v[k][i] = ToCompute(q[pb.in_geometry.corner_delta[k]]);
-                } else {
-                    for (int k = 0; k < 8; ++k)
-                        v[k][i] = cells.inside[k][i] != 0 ? ToCompute(q[pb.in_geometry.corner_delta[k]]) : S(0);
-                }
-            }
-            for (int i = count; i < padded; ++i)
-                for (int k = 0; k < 8; ++k) v[k][i] = 0;
-        }
+        if constexpr (kGridGrad) cells.LoadCorners(in_c, in_base, pb.in_geometry.corner_delta, count, padded, v);
         for (int i = 0; i < padded; i += static_cast<int>(lanes)) {
             const auto vg = hn::Load(d, g + i);
             if constexpr (kInputGrad)

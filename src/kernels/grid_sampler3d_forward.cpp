@@ -104,20 +104,9 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     }
     cells.Compute(ix, iy, iz, padded, count, geometry);
     for (int i = 0; i < count; ++i) base[i] = cells.Base(i, geometry.stride);
-    for (int k = 0; k < 8; ++k)
-        for (int i = count; i < padded; ++i) v[k][i] = 0;
-    const int64_t* delta = geometry.corner_delta;
     const auto zero = hn::Zero(d);
     for (int64_t c = 0; c < in.size[1]; ++c) {
-        const T* in_c = in_n + c * in.stride[1];
-        for (int i = 0; i < count; ++i) {
-            const T* q = in_c + base[i];
-            if (cells.all_inside[i]) {
-                for (int k = 0; k < 8; ++k) v[k][i] = ToCompute(q[delta[k]]);
-            } else {
-                for (int k = 0; k < 8; ++k) v[k][i] = cells.inside[k][i] != 0 ? ToCompute(q[delta[k]]) : S(0);
-            }
-        }
+        cells.LoadCorners(in_n + c * in.stride[1], base, geometry.corner_delta, count, padded, v);
         for (int i = 0; i < padded; i += lanes) {
             auto sum = zero;
             for (int k = 0; k < 8; ++k) {

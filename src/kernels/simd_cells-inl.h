@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "kernels/element_types.h"
 #include "kernels/trilinear_corners.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -76,6 +77,24 @@ struct BlockCells {
             for (int k = 0; k < 8; ++k) all = all && inside[k][i] != 0;
             all_inside[i] = all;
         }
+    }
+
+    // The eight corner values of each point of a volume (one channel) into v[k][i]: corners
+    // outside read as 0 (the vector code masks them out anyway), lanes past `count` as 0.
+    // base[i]: the first corner's offset (Base); delta: the geometry's corner_delta.
+    template <typename T>
+    HWY_INLINE void LoadCorners(const T* volume, const int64_t* base, const int64_t* delta, int count, int padded,
+                                S (*HWY_RESTRICT v)[kBlock]) const {
+        for (int i = 0; i < count; ++i) {
+            const T* q = volume + base[i];
+            if (all_inside[i]) {
+                for (int k = 0; k < 8; ++k) v[k][i] = ToCompute(q[delta[k]]);
+            } else {
+                for (int k = 0; k < 8; ++k) v[k][i] = inside[k][i] != 0 ? ToCompute(q[delta[k]]) : S(0);
+            }
+        }
+        for (int k = 0; k < 8; ++k)
+            for (int i = count; i < padded; ++i) v[k][i] = 0;
     }
 
     // Element offset of point i's first corner for the given strides (D, H, W order).
