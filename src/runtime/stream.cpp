@@ -5,6 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "runtime/kernel_threads.h"
+
 namespace gs3d {
 
 Stream::Stream() : worker_([this] { WorkerLoop(); }) {}
@@ -46,6 +48,7 @@ void Stream::WorkerLoop() {
         lock.unlock();
         std::string error;
         try {
+            ApplyKernelThreadCount();
             task();
         } catch (const std::exception& e) {
             error = e.what();

@@ -8,6 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include <omp.h>
+
+#include "gridsampler3d/cpu_device.h"
 #include "runtime/stream.h"
 
 namespace gs3d {
@@ -62,6 +65,41 @@ TEST(Stream, DestructionRunsWhatIsQueued) {
         for (int i = 0; i < 50; ++i) stream.Enqueue([&] { ++count; });
     }
     EXPECT_EQ(count, 50);
+}
+
+// gs3dSetNumThreads reaches the workers of streams that already exist, and 0 restores the
+// default that a thread which never changed its OpenMP setting has.
+TEST(Stream, KernelThreadCountReachesTheWorker) {
+    int default_count = 0;
+    std::thread([&] { default_count = omp_get_max_threads(); }).join();
+    Stream stream;
+    auto worker_count = [&stream] {
+        int seen = 0;
+        stream.Enqueue([&seen] { seen = omp_get_max_threads(); });
+        EXPECT_TRUE(stream.Synchronize(nullptr));
+        return seen;
+    };
+    EXPECT_EQ(worker_count(), default_count);
+    for (int32_t wanted : {3, 1, 5}) {
+        ASSERT_EQ(gs3dSetNumThreads(wanted), ACL_SUCCESS);
+        int32_t reported = 0;
+        ASSERT_EQ(gs3dGetNumThreads(&reported), ACL_SUCCESS);
+        EXPECT_EQ(reported, wanted);
+        EXPECT_EQ(worker_count(), wanted);
+    }
+    ASSERT_EQ(gs3dSetNumThreads(0), ACL_SUCCESS);
+    EXPECT_EQ(worker_count(), default_count);
+    int32_t reported = 0;
+    ASSERT_EQ(gs3dGetNumThreads(&reported), ACL_SUCCESS);
+    EXPECT_EQ(reported, default_count);
+}
+
+TEST(Stream, KernelThreadCountRefusesBadArguments) {
+    EXPECT_EQ(gs3dSetNumThreads(-1), ACL_ERROR_INVALID_PARAM);
+    EXPECT_EQ(gs3dGetNumThreads(nullptr), ACL_ERROR_INVALID_PARAM);
+    int32_t reported = 0;
+    ASSERT_EQ(gs3dGetNumThreads(&reported), ACL_SUCCESS);
+    EXPECT_GT(reported, 0);  // the refused call changed nothing
 }
 
 }  // namespace

@@ -1,0 +1,66 @@
+"""gridsampler3d: a fast, deterministic 3-D grid sampler for the CPU.
+
+    import torch, gridsampler3d
+    out = gridsampler3d.grid_sample(volume, grid, mode="bilinear", padding_mode="zeros",
+                                    align_corners=False)   # as torch.nn.functional.grid_sample
+    out.sum().backward()                                    # gradients by our backward kernel
+
+gridsampler3d.numpy has the same for NumPy arrays. Everything runs in the C library
+(libgridsampler3d.so, the aclnn API) through ctypes; see _library for how it is found.
+"""
+from ._errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, STATUS_NAMES, GridSamplerError
+from . import _arguments, _runtime
+
+__version__ = "0.1.0"
+__all__ = ["grid_sample", "grid_sample_backward", "set_deterministic", "is_deterministic", "set_num_threads",
+           "get_num_threads", "library_path", "GridSamplerError"]
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=False):
+    """torch.nn.functional.grid_sample for 5-D CPU tensors: same signature and values.
+
+    input (N, C, D, H, W) and grid (N, D_out, H_out, W_out, 3) of one dtype (float32, float64,
+    float16 or bfloat16); returns (N, C, D_out, H_out, W_out), channels-last when the input
+    is. Differentiable with respect to input and grid (once). align_corners=None means False,
+    PyTorch's default. Raises GridSamplerError (a RuntimeError) when the library refuses the
+    arguments, ValueError for a mode it does not know or a rank other than 5."""
+    from . import _torch  # torch is needed only here: the NumPy front end works without it
+
+    interpolation, padding = _arguments.interpolation_code(mode), _arguments.padding_code(padding_mode)
+    return _torch.GridSampler3DFunction.apply(input, grid, interpolation, padding, bool(align_corners))
+
+
+def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode="zeros", align_corners=False,
+                         output_mask=(True, True)):
+    """The backward alone, as torch.ops.aten.grid_sampler_3d_backward: returns (input_grad,
+    grid_grad), None for a gradient that output_mask leaves out. Not recorded by autograd."""
+    from . import _torch
+
+    interpolation, padding = _arguments.interpolation_code(mode), _arguments.padding_code(padding_mode)
+    _arguments.output_shape(input.shape, grid.shape)  # the rank check
+    return _torch.backward(grad_output, input, grid, interpolation, padding, bool(align_corners), output_mask)
+
+
+def set_deterministic(enabled):
+    """ACL_OPT_DETERMINISTIC. Our kernels are bitwise reproducible either way (the work split
+    depends on the shape only); the option is kept for code written against CANN."""
+    _runtime.set_deterministic(enabled)
+
+
+def is_deterministic():
+    return _runtime.is_deterministic()
+
+
+def set_num_threads(count):
+    """Threads each kernel uses from now on, for every thread and stream; 0 restores the
+    default (OMP_NUM_THREADS, or one per core). Results do not depend on it."""
+    _runtime.set_num_threads(count)
+
+
+def get_num_threads():
+    return _runtime.get_num_threads()
+
+
+def library_path():
+    """The path of the libgridsampler3d.so in use."""
+    return _runtime.library().gridsampler3d_path

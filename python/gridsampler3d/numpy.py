@@ -1,0 +1,62 @@
+"""grid_sample and its backward for NumPy arrays (float16, float32, float64).
+
+Arrays with non-negative strides that are whole elements are passed without a copy; others
+(negative strides, unaligned or byte-swapped data) are copied first. Outputs follow the
+input's layout: channels-last (N, D, H, W, C in memory) input gives channels-last outputs.
+"""
+import numpy as np
+
+from . import _arguments, _runtime
+
+__all__ = ["grid_sample", "grid_sample_backward"]
+
+
+def _array(value):
+    array = np.asarray(value)
+    if not array.dtype.isnative:
+        array = array.astype(array.dtype.newbyteorder("="))
+    if (not array.flags.aligned or array.itemsize == 0
+            or any(s < 0 or s % array.itemsize for s in array.strides)):
+        array = np.ascontiguousarray(array)
+    return array
+
+
+def _view(array):
+    return _runtime.View(array.ctypes.data, array.shape, tuple(s // array.itemsize for s in array.strides),
+                         array.dtype.name)
+
+
+def _empty_like_layout(shape, like):
+    if _arguments.is_channels_last(like.shape, tuple(s // like.itemsize for s in like.strides)):
+        n, c, d, h, w = shape
+        return np.empty((n, d, h, w, c), dtype=like.dtype).transpose(0, 4, 1, 2, 3)
+    return np.empty(shape, dtype=like.dtype)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=False):
+    """The values of torch.nn.functional.grid_sample for a 5-D input (N, C, D, H, W) and grid
+    (N, D_out, H_out, W_out, 3); returns (N, C, D_out, H_out, W_out)."""
+    interpolation, padding = _arguments.interpolation_code(mode), _arguments.padding_code(padding_mode)
+    input, grid = _array(input), _array(grid)
+    output = _empty_like_layout(_arguments.output_shape(input.shape, grid.shape), input)
+    _runtime.forward(_view(input), _view(grid), _view(output), interpolation, padding, bool(align_corners))
+    return output
+
+
+def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode="zeros", align_corners=False,
+                         output_mask=(True, True)):
+    """(input_grad, grid_grad): the gradients of sum(grid_sample(input, grid) * grad_output)
+    with respect to input and grid. A gradient that output_mask leaves out is not computed
+    and is returned as None."""
+    interpolation, padding = _arguments.interpolation_code(mode), _arguments.padding_code(padding_mode)
+    grad_output, input, grid = _array(grad_output), _array(input), _array(grid)
+    _arguments.output_shape(input.shape, grid.shape)  # the rank check
+    want_input, want_grid = (bool(m) for m in output_mask)
+    input_grad = _empty_like_layout(input.shape, input) if want_input else None
+    grid_grad = np.empty(grid.shape, dtype=grid.dtype) if want_grid else None
+    no_data = lambda a: _runtime.View(0, a.shape, _arguments.contiguous_strides(a.shape), a.dtype.name)
+    _runtime.backward(_view(grad_output), _view(input), _view(grid),
+                      _view(input_grad) if want_input else no_data(input),
+                      _view(grid_grad) if want_grid else no_data(grid),
+                      interpolation, padding, bool(align_corners), (want_input, want_grid))
+    return input_grad, grid_grad
