@@ -2,7 +2,8 @@
 # Installs what building and testing gridsampler3d needs, from Debian's packages.
 # Skips apt entirely when everything is already there.
 set -euo pipefail
-packages=(cmake g++ make pkg-config libgtest-dev libhwy-dev python3-torch python3-numpy python3-pytest)
+packages=(cmake g++ make pkg-config libgtest-dev libhwy-dev python3-torch python3-numpy python3-pytest
+          python3-pip python3-setuptools python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -33,4 +33,6 @@ class GridSamplerError(RuntimeError):
     def __init__(self, api, status, message):
         self.api, self.status, self.message = api, status, message
         name = STATUS_NAMES.get(status, "unknown status")
-        super().__init__(f"{api} failed with status {status} ({name}): {message or 'no message'}")
+        # The library's messages already name the function; status and its name go after.
+        text = message if message else f"{api} failed"
+        super().__init__(f"{text} [status {status}: {name}]")

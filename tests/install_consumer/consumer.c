@@ -4,6 +4,7 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
+#include "gridsampler3d/cpu_device.h"
 
 int main(void) {
     float volume[8] = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -14,6 +15,7 @@ int main(void) {
     aclrtStream stream = NULL;
     if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS || aclrtCreateStream(&stream) != ACL_SUCCESS)
         return 1;
+    if (gs3dSetNumThreads(1) != ACL_SUCCESS) return 3; /* our extension header compiles as C too */
     aclTensor* input = aclCreateTensor(volume_dims, 5, ACL_FLOAT, NULL, 0, ACL_FORMAT_NCDHW, volume_storage, 1, volume);
     aclTensor* g = aclCreateTensor(grid_dims, 5, ACL_FLOAT, NULL, 0, ACL_FORMAT_ND, grid_storage, 1, grid);
     aclTensor* o = aclCreateTensor(out_dims, 5, ACL_FLOAT, NULL, 0, ACL_FORMAT_NCDHW, out_storage, 1, out);
