@@ -55,11 +55,11 @@ def cases(quick):
 # ----------------------------------------------------------------------------- child side
 def run_child(threads, quick, selection):
     import torch
-    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))  # the ctypes bindings
-    from aclnn_ctypes import Session
+    sys.path.insert(0, os.path.join(ROOT, "python"))  # the package of this checkout
+    from gridsampler3d import _runtime, _torch
 
     torch.set_num_threads(threads)
-    session = Session()
+    view = lambda t: _torch._view(t, "tensor")
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
     repeats = 3 if quick else 5
     data_cache = {}
@@ -93,17 +93,23 @@ def run_child(threads, quick, selection):
         dtype = dtypes[dtype_name]
         mode, padding = MODES[mode_name], PADDINGS[padding_name]
         channel_last = layout == "ndhwc"
-        session.lib.aclrtCtxSetSysParamOpt(0, deterministic)
+        _runtime.set_deterministic(deterministic)
         i, g, go = inp.to(dtype), grid.to(dtype), grad.to(dtype)
-        if channel_last:
-            i, go = i.permute(0, 2, 3, 4, 1).contiguous(), go.permute(0, 2, 3, 4, 1).contiguous()
+        if channel_last:  # channels-last strided NCDHW views: the library reads them in place
+            i = i.contiguous(memory_format=torch.channels_last_3d)
+            go = go.contiguous(memory_format=torch.channels_last_3d)
         out, input_grad, grid_grad = torch.empty_like(go), torch.empty_like(i), torch.empty_like(g)
+        # Outputs allocated once, outside the timing, and the C calls through the package's
+        # runtime layer: the time is the library's.
+        views = {name: view(t) for name, t in
+                 (("i", i), ("g", g), ("go", go), ("out", out), ("ig", input_grad), ("gg", grid_grad))}
         workspace = []
         if op == "forward":
-            ours = median_time(lambda: session.forward(i, g, out, mode, padding, False, channel_last))
+            ours = median_time(lambda: _runtime.forward(views["i"], views["g"], views["out"], mode, padding, False))
         else:
-            ours = median_time(lambda: workspace.append(session.backward(
-                go, i, g, input_grad, grid_grad, mode, padding, False, channel_last=channel_last)))
+            ours = median_time(lambda: workspace.append(_runtime.backward(
+                views["go"], views["i"], views["g"], views["ig"], views["gg"], mode, padding, False,
+                (True, True))))
         # PyTorch: fp32 only (no fp16/bf16 CPU kernel in 1.13); channels-last tensors given
         # to it as channels-last strided NCDHW views, the same data.
         theirs = None

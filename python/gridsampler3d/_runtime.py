@@ -141,22 +141,25 @@ class _Handles:
 
 
 def _run(lib, api, get_workspace_size, launch, arguments):
-    """Both phases of an aclnn call, on this thread's stream, waiting for the result."""
+    """Both phases of an aclnn call, on this thread's stream, waiting for the result; returns
+    the workspace size the library asked for."""
     state = _thread_state()
     size, executor = ctypes.c_uint64(), ctypes.c_void_p()
     _check(lib, api + "GetWorkspaceSize", get_workspace_size(*arguments, ctypes.byref(size), ctypes.byref(executor)))
     workspace = state.workspace_of(size.value) if size.value else ctypes.c_void_p()
     _check(lib, api, launch(workspace, size.value, executor, state.stream))
     _check(lib, "aclrtSynchronizeStream", lib.aclrtSynchronizeStream(state.stream))
+    return size.value
 
 
 def forward(input, grid, output, interpolation, padding, align_corners):
-    """aclnnGridSampler3D on views: input and output (N, C, D, H, W), grid (N, Do, Ho, Wo, 3)."""
+    """aclnnGridSampler3D on views: input and output (N, C, D, H, W), grid (N, Do, Ho, Wo, 3).
+    Returns the workspace size in bytes."""
     lib = library()
     with _Handles(lib) as h:
         arguments = (h.tensor(input, ACL_FORMAT_NCDHW), h.tensor(grid, ACL_FORMAT_ND), interpolation, padding,
                      bool(align_corners), h.tensor(output, ACL_FORMAT_NCDHW))
-        _run(lib, "aclnnGridSampler3D", lib.aclnnGridSampler3DGetWorkspaceSize, lib.aclnnGridSampler3D, arguments)
+        return _run(lib, "aclnnGridSampler3D", lib.aclnnGridSampler3DGetWorkspaceSize, lib.aclnnGridSampler3D, arguments)
 
 
 def backward(grad_output, input, grid, input_grad, grid_grad, interpolation, padding, align_corners, output_mask):
@@ -168,7 +171,7 @@ def backward(grad_output, input, grid, input_grad, grid_grad, interpolation, pad
                      h.tensor(grid, ACL_FORMAT_ND), interpolation, padding, bool(align_corners),
                      h.bool_array(output_mask), h.tensor(input_grad, ACL_FORMAT_NCDHW),
                      h.tensor(grid_grad, ACL_FORMAT_ND))
-        _run(lib, "aclnnGridSampler3DBackward", lib.aclnnGridSampler3DBackwardGetWorkspaceSize,
+        return _run(lib, "aclnnGridSampler3DBackward", lib.aclnnGridSampler3DBackwardGetWorkspaceSize,
              lib.aclnnGridSampler3DBackward, arguments)
 
 
