@@ -30,12 +30,12 @@ class AclSession : public ::testing::Environment {
 
 // Allocates the workspace, launches, synchronises, frees.
 template <typename Launch>
-aclnnStatus LaunchWithWorkspace(uint64_t workspace_size, Launch&& launch) {
+aclnnStatus LaunchWithWorkspace(uint64_t workspace_size, aclrtStream stream, Launch&& launch) {
     void* workspace = nullptr;
     if (workspace_size > 0 && aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS)
         return ACLNN_ERR_RUNTIME_ERROR;
     aclnnStatus status = launch(workspace);
-    if (status == ACLNN_SUCCESS && aclrtSynchronizeStream(session_stream) != ACL_SUCCESS) status = ACLNN_ERR_RUNTIME_ERROR;
+    if (status == ACLNN_SUCCESS && aclrtSynchronizeStream(stream) != ACL_SUCCESS) status = ACLNN_ERR_RUNTIME_ERROR;
     if (workspace) aclrtFree(workspace);
     return status;
 }
@@ -45,20 +45,21 @@ aclnnStatus LaunchWithWorkspace(uint64_t workspace_size, Launch&& launch) {
 void RegisterAclSession() { ::testing::AddGlobalTestEnvironment(new AclSession); }
 aclrtStream TestStream() { return session_stream; }
 
-aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const RefOptions& options, aclTensor* out) {
+aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const RefOptions& options, aclTensor* out,
+                       aclrtStream stream) {
     uint64_t workspace_size = 0;
     aclOpExecutor* executor = nullptr;
     aclnnStatus status = aclnnGridSampler3DGetWorkspaceSize(input, grid, options.interpolation, options.padding,
                                                             options.align_corners, out, &workspace_size, &executor);
     if (status != ACLNN_SUCCESS) return status;
-    return LaunchWithWorkspace(workspace_size, [&](void* workspace) {
-        return aclnnGridSampler3D(workspace, workspace_size, executor, session_stream);
+    return LaunchWithWorkspace(workspace_size, stream, [&](void* workspace) {
+        return aclnnGridSampler3D(workspace, workspace_size, executor, stream);
     });
 }
 
 aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, const aclTensor* grid,
                         const RefOptions& options, std::optional<std::vector<bool>> output_mask,
-                        aclTensor* input_grad, aclTensor* grid_grad) {
+                        aclTensor* input_grad, aclTensor* grid_grad, aclrtStream stream) {
     aclBoolArray* mask = nullptr;
     if (output_mask) {
         bool values[8] = {};
@@ -72,8 +73,8 @@ aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, co
         grid_grad, &workspace_size, &executor);
     aclDestroyBoolArray(mask);
     if (status != ACLNN_SUCCESS) return status;
-    return LaunchWithWorkspace(workspace_size, [&](void* workspace) {
-        return aclnnGridSampler3DBackward(workspace, workspace_size, executor, session_stream);
+    return LaunchWithWorkspace(workspace_size, stream, [&](void* workspace) {
+        return aclnnGridSampler3DBackward(workspace, workspace_size, executor, stream);
     });
 }
 

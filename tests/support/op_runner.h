@@ -18,12 +18,13 @@ namespace gs3d_test {
 void RegisterAclSession();
 aclrtStream TestStream();
 
-// Both phases, workspace from aclrtMalloc, then aclrtSynchronizeStream. Returns the first
-// status that is not success.
-aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const RefOptions& options, aclTensor* out);
+// Both phases, workspace from aclrtMalloc, then aclrtSynchronizeStream, on `stream` (by
+// default the session's). Returns the first status that is not success.
+aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const RefOptions& options, aclTensor* out,
+                       aclrtStream stream = TestStream());
 aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, const aclTensor* grid,
                         const RefOptions& options, std::optional<std::vector<bool>> output_mask,
-                        aclTensor* input_grad, aclTensor* grid_grad);
+                        aclTensor* input_grad, aclTensor* grid_grad, aclrtStream stream = TestStream());
 
 // Values with at most 8 significant bits (k / 64, |k| < 256, or k / 128 for grids), exact
 // in bf16, fp16, fp32 and double alike, so every dtype sees the same inputs.
