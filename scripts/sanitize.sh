@@ -22,7 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-common="-O1 -g -fno-omit-frame-pointer -march=native -DHWY_COMPILE_ONLY_STATIC=1"
+common="-O1 -g -fno-omit-frame-pointer -march=native -DHWY_COMPILE_ONLY_STATIC=1 -Wno-pass-failed"
 configure() {  # dir, sanitizer flags, extra cmake args...
   local dir=$1 flags=$2; shift 2
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \

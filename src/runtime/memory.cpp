@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "acl/acl.h"
+#include "runtime/raw_enum.h"
 #include "runtime/recent_error.h"
 #include "runtime/runtime_state.h"
 
@@ -76,10 +77,11 @@ using gs3d::RecordError;
 
 extern "C" {
 
-aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
+aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy_value) {
+    const int policy = gs3d::RawEnum(policy_value);
     if (policy != ACL_MEM_MALLOC_HUGE_FIRST && policy != ACL_MEM_MALLOC_HUGE_ONLY &&
         policy != ACL_MEM_MALLOC_NORMAL_ONLY)
-        return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: unknown policy %d", (int)policy);
+        return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: unknown policy %d", policy);
     return gs3d::Allocate("aclrtMalloc", devPtr, size, MemoryKind::kDevice);
 }
 
@@ -105,10 +107,11 @@ aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count)
     return ACL_SUCCESS;
 }
 
-aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
+aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind_value) {
+    const int kind = gs3d::RawEnum(kind_value);
     if (!gs3d::RuntimeInitialized()) return RecordError(ACL_ERROR_UNINITIALIZE, "aclrtMemcpy: call aclInit first");
     if (kind < ACL_MEMCPY_HOST_TO_HOST || kind > ACL_MEMCPY_DEFAULT)
-        return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: unknown copy kind %d", (int)kind);
+        return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: unknown copy kind %d", kind);
     if (!dst || !src) return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: %s is null", dst ? "src" : "dst");
     if (count > destMax)
         return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtMemcpy: count %zu exceeds the destination size destMax %zu",

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "acl/acl.h"
+#include "runtime/raw_enum.h"
 #include "runtime/recent_error.h"
 #include "runtime/runtime_state.h"
 #include "runtime/stream.h"
@@ -102,10 +103,11 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
     return ACL_SUCCESS;
 }
 
-aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
+aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt_value, int64_t value) {
+    const int opt = gs3d::RawEnum(opt_value);
     GS3D_REQUIRE_INIT("aclrtCtxSetSysParamOpt");
     if (opt != ACL_OPT_DETERMINISTIC && opt != ACL_OPT_ENABLE_DEBUG_KERNEL)
-        return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtCtxSetSysParamOpt: unknown option %d", (int)opt);
+        return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtCtxSetSysParamOpt: unknown option %d", opt);
     if (value != 0 && value != 1)
         return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtCtxSetSysParamOpt: value must be 0 or 1, got %lld",
                            (long long)value);
@@ -113,10 +115,11 @@ aclError aclrtCtxSetSysParamOpt(aclSysParamOpt opt, int64_t value) {
     return ACL_SUCCESS;
 }
 
-aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt, int64_t* value) {
+aclError aclrtCtxGetSysParamOpt(aclSysParamOpt opt_value, int64_t* value) {
+    const int opt = gs3d::RawEnum(opt_value);
     GS3D_REQUIRE_INIT("aclrtCtxGetSysParamOpt");
     if (opt != ACL_OPT_DETERMINISTIC && opt != ACL_OPT_ENABLE_DEBUG_KERNEL)
-        return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtCtxGetSysParamOpt: unknown option %d", (int)opt);
+        return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtCtxGetSysParamOpt: unknown option %d", opt);
     if (!value) return RecordError(ACL_ERROR_INVALID_PARAM, "aclrtCtxGetSysParamOpt: value is null");
     *value = gs3d::option_values[opt];
     return ACL_SUCCESS;

@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "runtime/raw_enum.h"
 #include "runtime/recent_error.h"
 
 namespace gs3d {
@@ -10,7 +11,7 @@ namespace {
 // CANN's limit on the rank of a tensor.
 constexpr uint64_t kMaxDims = 8;
 
-bool KnownDataType(aclDataType t) {
+bool KnownDataType(int t) {
     switch (t) {
         case ACL_FLOAT: case ACL_FLOAT16: case ACL_INT8: case ACL_INT32: case ACL_UINT8:
         case ACL_INT16: case ACL_UINT16: case ACL_UINT32: case ACL_INT64: case ACL_UINT64:
@@ -22,7 +23,7 @@ bool KnownDataType(aclDataType t) {
     }
 }
 
-bool KnownFormat(aclFormat f) {
+bool KnownFormat(int f) {
     switch (f) {
         case ACL_FORMAT_UNDEFINED: case ACL_FORMAT_NCHW: case ACL_FORMAT_NHWC: case ACL_FORMAT_ND:
         case ACL_FORMAT_NC1HWC0: case ACL_FORMAT_FRACTAL_Z: case ACL_FORMAT_NC1HWC0_C04: case ACL_FORMAT_HWCN:
@@ -83,17 +84,21 @@ int64_t aclTensor::ElementCount() const {
 
 extern "C" {
 
-aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataType, const int64_t* stride,
-                           int64_t offset, aclFormat format, const int64_t* storageDims, uint64_t storageDimsNum,
-                           void* tensorData) {
+aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataTypeValue,
+                           const int64_t* stride, int64_t offset, aclFormat formatValue, const int64_t* storageDims,
+                           uint64_t storageDimsNum, void* tensorData) {
     using gs3d::Refuse;
+    const int raw_type = gs3d::RawEnum(dataTypeValue), raw_format = gs3d::RawEnum(formatValue);
     if (viewDimsNum > gs3d::kMaxDims || storageDimsNum > gs3d::kMaxDims)
         return Refuse("aclCreateTensor: at most 8 dims are supported, got %lld view and %lld storage dims",
                       (int64_t)viewDimsNum, (int64_t)storageDimsNum);
     if ((viewDimsNum > 0 && !viewDims) || (storageDimsNum > 0 && !storageDims))
         return Refuse("aclCreateTensor: viewDims or storageDims is null but its count is not 0");
-    if (!gs3d::KnownDataType(dataType)) return Refuse("aclCreateTensor: unknown data type %lld", dataType);
-    if (!gs3d::KnownFormat(format)) return Refuse("aclCreateTensor: unknown format %lld", format);
+    if (!gs3d::KnownDataType(raw_type)) return Refuse("aclCreateTensor: unknown data type %lld", raw_type);
+    if (!gs3d::KnownFormat(raw_format)) return Refuse("aclCreateTensor: unknown format %lld", raw_format);
+    // Known values: now they may be held as the enums.
+    const aclDataType dataType = static_cast<aclDataType>(raw_type);
+    const aclFormat format = static_cast<aclFormat>(raw_format);
     if (offset < 0) return Refuse("aclCreateTensor: offset %lld is negative", offset);
 
     auto* tensor = new (std::nothrow) aclTensor();
