@@ -24,6 +24,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "c_caller.h"
 #include "support/op_runner.h"
 #include "support/reference_grid_sampler.h"
 #include "support/test_tensor.h"
@@ -45,15 +46,14 @@ class Bytes {
     size_t size_, pos_ = 0;
 };
 
-constexpr aclDataType kDtypes[] = {ACL_FLOAT, ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE, ACL_DOUBLE,
-                                   ACL_INT32, ACL_INT8, ACL_UINT8, ACL_INT64, ACL_BOOL, ACL_COMPLEX64,
-                                   static_cast<aclDataType>(99)};
-constexpr aclFormat kFormats[] = {ACL_FORMAT_ND, ACL_FORMAT_NCDHW, ACL_FORMAT_NDHWC, ACL_FORMAT_NCHW,
-                                  static_cast<aclFormat>(99)};
+// Codes as ints: 99 is no dtype or format (passed from C, see c_caller.c).
+constexpr int kDtypes[] = {ACL_FLOAT, ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE, ACL_DOUBLE, ACL_INT32,
+                           ACL_INT8, ACL_UINT8, ACL_INT64, ACL_BOOL, ACL_COMPLEX64, 99};
+constexpr int kFormats[] = {ACL_FORMAT_ND, ACL_FORMAT_NCDHW, ACL_FORMAT_NDHWC, ACL_FORMAT_NCHW, 99};
 constexpr uint8_t kSentinel = 0xA5;
 
 // Bytes per element as the library counts them (an unknown code: 1, and refused).
-int64_t ElementSize(aclDataType t) {
+int64_t ElementSize(int t) {
     switch (t) {
         case ACL_FLOAT16: case ACL_BF16: return 2;
         case ACL_DOUBLE: case ACL_INT64: case ACL_COMPLEX64: return 8;
@@ -62,14 +62,14 @@ int64_t ElementSize(aclDataType t) {
     }
 }
 
-bool Supported(aclDataType t) { return t == ACL_FLOAT || t == ACL_FLOAT16 || t == ACL_BF16 || t == ACL_DOUBLE; }
+bool Supported(int t) { return t == ACL_FLOAT || t == ACL_FLOAT16 || t == ACL_BF16 || t == ACL_DOUBLE; }
 
 // One tensor argument: exact-size storage, the view's geometry, the logical values.
 struct FuzzTensor {
     std::vector<int64_t> dims, strides;
     int64_t offset = 0, storage_count = 0;
-    aclDataType type = ACL_FLOAT;
-    aclFormat format = ACL_FORMAT_ND;
+    int type = ACL_FLOAT;  // a supported one may be cast to aclDataType
+    int format = ACL_FORMAT_ND;
     std::unique_ptr<uint8_t[]> storage;  // exactly storage_count * element bytes
     size_t storage_bytes = 0;
     bool null_data = false;
@@ -159,7 +159,7 @@ void Fill(Bytes& in, FuzzTensor* t, bool is_output, bool grid) {
             if (t->type == ACL_FLOAT) {
                 std::memcpy(p, &f, 4);
             } else if (std::isfinite(v) && std::fabs(v) < 60000 && (v == 0 || std::fabs(v) > 1e-4)) {
-                gs3d_test::EncodeExactElement(v, t->type, p);
+                gs3d_test::EncodeExactElement(v, static_cast<aclDataType>(t->type), p);
             } else {
                 // Bits of NaN, +-inf, a big or a tiny value of the 16-bit type.
                 const bool half = t->type == ACL_FLOAT16;
@@ -177,8 +177,8 @@ void Fill(Bytes& in, FuzzTensor* t, bool is_output, bool grid) {
 
 void CreateHandle(Bytes& in, FuzzTensor* t) {
     t->null_data = in.Rarely() && in.Pick(2);
-    t->handle = aclCreateTensor(t->dims.data(), t->dims.size(), t->type, t->strides.data(), t->offset, t->format,
-                                &t->storage_count, 1, t->null_data ? nullptr : t->storage.get());
+    t->handle = FuzzCreateTensor(t->dims.data(), t->dims.size(), t->type, t->strides.data(), t->offset, t->format,
+                                 &t->storage_count, 1, t->null_data ? nullptr : t->storage.get());
     if (!t->handle) {
         const char* message = aclGetRecentErrMsg();
         if (!message || !*message) {
@@ -205,7 +205,8 @@ Array5 LoadLogical(const FuzzTensor& t, bool volume, bool channel_last) {
     if (volume && channel_last) a = Array5(d[0], d[4], d[1], d[2], d[3]);
     else a = Array5(d[0], d[1], d[2], d[3], d[4]);
     for (int64_t i = 0, n = t.Count(); i < n; ++i) {
-        const double v = gs3d_test::DecodeElement(t.storage.get() + t.StorageIndex(i) * element, t.type);
+        const double v = gs3d_test::DecodeElement(t.storage.get() + t.StorageIndex(i) * element,
+                                                 static_cast<aclDataType>(t.type));
         int64_t r = i, idx[5];
         for (int k = 5; k-- > 0;) {
             idx[k] = r % d[k];
@@ -232,7 +233,8 @@ void CheckOutput(const FuzzTensor& t, const Array5* expected, bool volume, bool 
         for (int64_t b = 0; !in_view[s] && b < element; ++b)
             if (t.storage[s * element + b] != kSentinel) Fail(name, "wrote outside its view");
     if (!expected) return;
-    const std::string diff = gs3d_test::CompareArrays(LoadLogical(t, volume, channel_last), *expected, t.type);
+    const std::string diff = gs3d_test::CompareArrays(LoadLogical(t, volume, channel_last), *expected,
+                                                      static_cast<aclDataType>(t.type));
     if (!diff.empty()) Fail(name, diff);
 }
 
@@ -259,8 +261,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Bytes in(data, size);
     const bool backward = in.Pick(2);
-    const aclDataType type = kDtypes[in.Pick(sizeof(kDtypes) / sizeof(kDtypes[0]))];
-    const aclFormat format = in.Rarely() ? kFormats[in.Pick(5)] : kFormats[in.Pick(3)];
+    const int type = kDtypes[in.Pick(sizeof(kDtypes) / sizeof(kDtypes[0]))];
+    const int format = in.Rarely() ? kFormats[in.Pick(5)] : kFormats[in.Pick(3)];
     const bool channel_last = format == ACL_FORMAT_NDHWC;
     const int64_t interpolation = in.Rarely() ? static_cast<int64_t>(in.Pick(5)) - 1 : in.Pick(2);
     const int64_t padding = in.Rarely() ? static_cast<int64_t>(in.Pick(6)) - 1 : in.Pick(3);

@@ -178,7 +178,8 @@ HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_
         LoadSourceIndices<T, P>(pb.GridPoint(n, d, h, w), a.grid.stride[4], a.input, a.options.align_corners);
     const T* HWY_RESTRICT gout_p = pb.GradOutputPoint(n, d, h, w);
     const T* HWY_RESTRICT in_n = pb.in + n * a.input.stride[0];
-    S* HWY_RESTRICT acc_n = pb.acc + n * pb.acc_stride[0];
+    // Without inputGrad there is no accumulator (null): offsetting it would be undefined.
+    S* HWY_RESTRICT acc_n = kInputGrad ? pb.acc + n * pb.acc_stride[0] : nullptr;
     const int64_t gout_cs = kUnitChannels ? 1 : a.grad_output.stride[1];
     const int64_t in_cs = kUnitChannels ? 1 : a.input.stride[1];
     const int64_t acc_cs = kUnitChannels ? 1 : pb.acc_stride[1];
@@ -204,7 +205,7 @@ HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_
         S gix = 0, giy = 0, giz = 0;
         for (int64_t c = 0; c < pb.channels; ++c) {
             const S g = ToCompute(gout_p[c * gout_cs]);
-            S* HWY_RESTRICT acc_c = acc_n + c * acc_cs;
+            S* HWY_RESTRICT acc_c = kInputGrad ? acc_n + c * acc_cs : nullptr;
             const T* HWY_RESTRICT in_c = in_n + c * in_cs;
             for (int k = 0; k < 8; ++k) {
                 if (!acc_corners.inside[k]) continue;

@@ -130,6 +130,9 @@ void Forward(const ForwardArgs& args) {
     auto* out_data = static_cast<T*>(out.data);
     const int64_t out_d = grid.size[1], out_h = grid.size[2], out_w = grid.size[3];
     const int64_t rows = in.size[0] * out_d * out_h;
+    // An output without elements: nothing to write, and the empty tensors' data may be null
+    // (offsetting a null pointer is undefined).
+    if (rows == 0 || out_w == 0 || in.size[1] == 0) return;
     const TrilinearGeometry geometry(in);
 
 #pragma omp parallel for schedule(static)
