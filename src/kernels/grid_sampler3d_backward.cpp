@@ -95,6 +95,7 @@ struct Problem {
     }
     const T* GradOutputPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
         const View5& g = args.grad_output;
+        if (!gout) return nullptr;  // C = 0: no element to read, and no data
         return gout + n * g.stride[0] + d * g.stride[2] + h * g.stride[3] + w * g.stride[4];
     }
     void WriteGridGrad(int64_t n, int64_t d, int64_t h, int64_t w, S gx, S gy, S gz) const {
@@ -177,9 +178,10 @@ HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_
     const SourceIndices<S> s =
         LoadSourceIndices<T, P>(pb.GridPoint(n, d, h, w), a.grid.stride[4], a.input, a.options.align_corners);
     const T* HWY_RESTRICT gout_p = pb.GradOutputPoint(n, d, h, w);
-    const T* HWY_RESTRICT in_n = pb.in + n * a.input.stride[0];
-    // Without inputGrad there is no accumulator (null): offsetting it would be undefined.
-    S* HWY_RESTRICT acc_n = kInputGrad ? pb.acc + n * pb.acc_stride[0] : nullptr;
+    // With C = 0 the input has no data, and without inputGrad there is no accumulator: both
+    // are null then, and offsetting null is undefined.
+    const T* HWY_RESTRICT in_n = pb.in ? pb.in + n * a.input.stride[0] : nullptr;
+    S* HWY_RESTRICT acc_n = kInputGrad && pb.acc ? pb.acc + n * pb.acc_stride[0] : nullptr;
     const int64_t gout_cs = kUnitChannels ? 1 : a.grad_output.stride[1];
     const int64_t in_cs = kUnitChannels ? 1 : a.input.stride[1];
     const int64_t acc_cs = kUnitChannels ? 1 : pb.acc_stride[1];
@@ -205,7 +207,7 @@ HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_
         S gix = 0, giy = 0, giz = 0;
         for (int64_t c = 0; c < pb.channels; ++c) {
             const S g = ToCompute(gout_p[c * gout_cs]);
-            S* HWY_RESTRICT acc_c = kInputGrad ? acc_n + c * acc_cs : nullptr;
+            S* HWY_RESTRICT acc_c = kInputGrad ? acc_n + c * acc_cs : nullptr;  // c < C: acc_n is set
             const T* HWY_RESTRICT in_c = in_n + c * in_cs;
             for (int k = 0; k < 8; ++k) {
                 if (!acc_corners.inside[k]) continue;
@@ -278,8 +280,10 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t*
         in_base[i] = cells.Base(i, pb.in_geometry.stride);
     }
     // (C)
-    const T* in_n = pb.in + n * a.input.stride[0];
-    S* acc_n = pb.acc + n * pb.acc_stride[0];
+    // With C = 0 the input and the accumulator have no data to offset (the grid gradient,
+    // zero, is still written below).
+    const T* in_n = pb.channels ? pb.in + n * a.input.stride[0] : nullptr;
+    S* acc_n = pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
     for (int64_t c = 0; c < pb.channels; ++c) {
         const T* gout_c = pb.gout + c * a.grad_output.stride[1];
         const T* in_c = in_n + c * a.input.stride[1];
