@@ -24,8 +24,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SHAPES = [(1, 1, 128), (1, 4, 96), (2, 8, 64), (1, 32, 48)]
 SCALING_SIZES = [32, 64, 96, 128, 160]
-MODES = {"bilinear": 0, "nearest": 1}
-PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
 
 
 def cases(quick):
@@ -56,7 +54,7 @@ def cases(quick):
 def run_child(threads, quick, selection):
     import torch
     sys.path.insert(0, os.path.join(ROOT, "python"))  # the package of this checkout
-    from gridsampler3d import _runtime, _torch
+    from gridsampler3d import _arguments, _runtime, _torch
 
     torch.set_num_threads(threads)
     view = lambda t: _torch._view(t, "tensor")
@@ -91,7 +89,7 @@ def run_child(threads, quick, selection):
         op, shape, dtype_name, mode_name, padding_name, layout, deterministic = case
         inp, grid, grad = data(tuple(shape))
         dtype = dtypes[dtype_name]
-        mode, padding = MODES[mode_name], PADDINGS[padding_name]
+        mode, padding = _arguments.interpolation_code(mode_name), _arguments.padding_code(padding_name)
         channel_last = layout == "ndhwc"
         _runtime.set_deterministic(deterministic)
         i, g, go = inp.to(dtype), grid.to(dtype), grad.to(dtype)

@@ -10,7 +10,7 @@ import ctypes
 import threading
 from dataclasses import dataclass
 
-from . import _library
+from . import _arguments, _library
 from ._errors import GridSamplerError
 
 ACL_FORMAT_ND, ACL_FORMAT_NCDHW = 2, 30
@@ -59,6 +59,12 @@ class View:
     shape: tuple
     strides: tuple
     dtype: str
+
+
+def view_without_data(shape, dtype):
+    """An output that the mask leaves out: described to the library, which neither reads nor
+    writes it, so it is not allocated."""
+    return View(0, tuple(shape), _arguments.contiguous_strides(shape), dtype)
 
 
 class _ThreadState:

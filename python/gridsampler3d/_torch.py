@@ -15,11 +15,6 @@ def _view(tensor, name):
                          str(tensor.dtype).replace("torch.", ""))
 
 
-def _no_data_view(shape, dtype):
-    """An output the mask leaves out: described, never read or written, not allocated."""
-    return _runtime.View(0, tuple(shape), _arguments.contiguous_strides(shape), str(dtype).replace("torch.", ""))
-
-
 def _empty_like_layout(shape, like):
     channels_last = _arguments.is_channels_last(tuple(like.shape), tuple(like.stride()))
     memory_format = torch.channels_last_3d if channels_last else torch.contiguous_format
@@ -37,8 +32,9 @@ def backward(grad_output, input, grid, interpolation, padding, align_corners, ou
     views = [_view(grad_output, "grad_output"), _view(input, "input"), _view(grid, "grid")]
     input_grad = _empty_like_layout(input.shape, input) if output_mask[0] else None
     grid_grad = torch.empty(grid.shape, dtype=grid.dtype) if output_mask[1] else None
-    input_grad_view = _view(input_grad, "input_grad") if output_mask[0] else _no_data_view(input.shape, input.dtype)
-    grid_grad_view = _view(grid_grad, "grid_grad") if output_mask[1] else _no_data_view(grid.shape, grid.dtype)
+    without_data = lambda t: _runtime.view_without_data(t.shape, str(t.dtype).replace("torch.", ""))
+    input_grad_view = _view(input_grad, "input_grad") if output_mask[0] else without_data(input)
+    grid_grad_view = _view(grid_grad, "grid_grad") if output_mask[1] else without_data(grid)
     _runtime.backward(*views, input_grad_view, grid_grad_view, interpolation, padding, align_corners,
                       tuple(bool(m) for m in output_mask))
     return input_grad, grid_grad

@@ -54,9 +54,8 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
     want_input, want_grid = (bool(m) for m in output_mask)
     input_grad = _empty_like_layout(input.shape, input) if want_input else None
     grid_grad = np.empty(grid.shape, dtype=grid.dtype) if want_grid else None
-    no_data = lambda a: _runtime.View(0, a.shape, _arguments.contiguous_strides(a.shape), a.dtype.name)
     _runtime.backward(_view(grad_output), _view(input), _view(grid),
-                      _view(input_grad) if want_input else no_data(input),
-                      _view(grid_grad) if want_grid else no_data(grid),
+                      _view(input_grad) if want_input else _runtime.view_without_data(input.shape, input.dtype.name),
+                      _view(grid_grad) if want_grid else _runtime.view_without_data(grid.shape, grid.dtype.name),
                       interpolation, padding, bool(align_corners), (want_input, want_grid))
     return input_grad, grid_grad
