@@ -6,10 +6,8 @@ namespace gs3d::kernels {
 namespace {
 
 // Slabs per batch item at most: enough parallel tasks per phase for a many-core machine,
-// few enough that a slab is thick and the bins are long.
+// few enough that a slab is thick and each grid row spans few slabs.
 constexpr int64_t kTargetSlabs = 32;
-// Binning chunks per batch item at most (each chunk has a count per slab).
-constexpr int64_t kTargetChunks = 256;
 constexpr size_t kAlignment = 64;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -20,7 +18,7 @@ bool NeedsAccumulator(const BackwardArgs& args) {
 
 // Byte sizes of the workspace's parts, in layout order.
 struct Parts {
-    size_t accumulator = 0, keys = 0, order = 0, counts = 0, bin_begin = 0;
+    size_t accumulator = 0, keys = 0, row_lowest = 0, row_highest = 0;
 };
 
 size_t Align(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
@@ -28,7 +26,8 @@ size_t Align(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAli
 Parts PartSizes(const BackwardArgs& args, const SlabPlan& plan) {
     Parts parts;
     const auto batch = static_cast<size_t>(args.grid.size[0]);
-    const auto points = static_cast<size_t>(args.grid.size[1] * args.grid.size[2] * args.grid.size[3]);
+    const auto rows = static_cast<size_t>(args.grid.size[1] * args.grid.size[2]);
+    const auto points = rows * static_cast<size_t>(args.grid.size[3]);
     if (NeedsAccumulator(args)) {
         size_t elements = 1;
         for (int64_t s : args.input_grad.size) elements *= static_cast<size_t>(s);
@@ -36,9 +35,7 @@ Parts PartSizes(const BackwardArgs& args, const SlabPlan& plan) {
     }
     if (plan.usable) {
         parts.keys = Align(batch * points * sizeof(uint16_t));
-        parts.order = Align(batch * points * sizeof(uint32_t));
-        parts.counts = Align(batch * static_cast<size_t>(plan.chunks_per_batch * plan.slabs) * sizeof(uint32_t));
-        parts.bin_begin = Align(batch * static_cast<size_t>(plan.slabs + 1) * sizeof(uint32_t));
+        parts.row_lowest = parts.row_highest = Align(batch * rows * sizeof(uint16_t));
     }
     return parts;
 }
@@ -52,10 +49,7 @@ SlabPlan PlanSlabs(const BackwardArgs& args) {
     const int64_t depth = args.input.size[2];
     plan.usable = true;
     plan.slab_depth = std::max<int64_t>(1, CeilDiv(depth, kTargetSlabs));
-    plan.slabs = CeilDiv(depth, plan.slab_depth);
-    const int64_t rows = args.grid.size[1] * args.grid.size[2];
-    plan.rows_per_chunk = std::max<int64_t>(1, CeilDiv(rows, kTargetChunks));
-    plan.chunks_per_batch = CeilDiv(rows, plan.rows_per_chunk);
+    plan.slabs = std::max<int64_t>(1, CeilDiv(depth, plan.slab_depth));
     return plan;
 }
 
@@ -70,9 +64,8 @@ BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
     };
     ws.accumulator = reinterpret_cast<float*>(take(parts.accumulator));
     ws.keys = reinterpret_cast<uint16_t*>(take(parts.keys));
-    ws.order = reinterpret_cast<uint32_t*>(take(parts.order));
-    ws.counts = reinterpret_cast<uint32_t*>(take(parts.counts));
-    ws.bin_begin = reinterpret_cast<uint32_t*>(take(parts.bin_begin));
+    ws.row_lowest = reinterpret_cast<uint16_t*>(take(parts.row_lowest));
+    ws.row_highest = reinterpret_cast<uint16_t*>(take(parts.row_highest));
     ws.accumulator_stride[4] = 1;
     for (int i = 4; i > 0; --i) ws.accumulator_stride[i - 1] = ws.accumulator_stride[i] * args.input_grad.size[i];
     return ws;
@@ -80,7 +73,7 @@ BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
 
 size_t BackwardWorkspaceBytes(const BackwardArgs& args) {
     const Parts parts = PartSizes(args, PlanSlabs(args));
-    return parts.accumulator + parts.keys + parts.order + parts.counts + parts.bin_begin;
+    return parts.accumulator + parts.keys + parts.row_lowest + parts.row_highest;
 }
 
 }  // namespace gs3d::kernels

@@ -9,17 +9,13 @@
 
 namespace gs3d::kernels {
 
-// The bin of a grid point that touches no voxel.
-constexpr uint16_t kSkipPoint = 0xFFFF;
-
-// Grid points are binned by the D-slab of their first corner: the slab decides which task
-// may write (even slabs, then odd ones, in parallel). Within a bin points keep grid order.
+// The input volume of each batch item is cut into slabs along D. Every grid point gets the
+// slab of its first corner along D as its key: its corners then lie in that slab and the
+// next one, so tasks that own every other slab never write the same element.
 struct SlabPlan {
-    bool usable = false;       // false: more than 2^32 - 1 points per batch item, or no inputGrad
-    int64_t slab_depth = 1;    // input depths (D) per slab
-    int64_t slabs = 0;         // per batch item: the bins
-    int64_t rows_per_chunk = 1;  // grid rows (d, h) per binning chunk
-    int64_t chunks_per_batch = 0;
+    bool usable = false;     // false: more than 2^32 - 1 points per batch item, or no inputGrad
+    int64_t slab_depth = 1;  // input depths (D) per slab
+    int64_t slabs = 0;       // per batch item
 };
 
 SlabPlan PlanSlabs(const BackwardArgs& args);
@@ -28,10 +24,9 @@ SlabPlan PlanSlabs(const BackwardArgs& args);
 struct BackwardWorkspace {
     float* accumulator = nullptr;  // fp16/bf16 inputGrad in fp32, contiguous (N, C, D, H, W)
     int64_t accumulator_stride[5] = {0, 0, 0, 0, 0};
-    uint16_t* keys = nullptr;      // per grid point: its slab, or kSkipPoint
-    uint32_t* order = nullptr;     // per batch item: point indices, grouped by bin
-    uint32_t* counts = nullptr;    // per (n, chunk, slab): count, then first position
-    uint32_t* bin_begin = nullptr;  // per (n, slab + 1): where each slab's bin starts in `order`
+    uint16_t* keys = nullptr;       // per grid point: its slab
+    uint16_t* row_lowest = nullptr;   // per grid row (n, d, h): the smallest key in it
+    uint16_t* row_highest = nullptr;  // and the largest
 };
 
 BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace);

@@ -66,6 +66,7 @@ struct Problem {
     int64_t acc_stride[5];
     int64_t batch, channels, out_d, out_h, out_w, points;
     TrilinearGeometry in_geometry, acc_geometry;
+    bool same_geometry;  // input and accumulator have the same (D, H, W) strides
 
     Problem(const BackwardArgs& a, S* accumulator, const int64_t* accumulator_strides)
         : args(a),
@@ -83,7 +84,9 @@ struct Problem {
           out_w(a.grid.size[3]),
           points(out_d * out_h * out_w),
           in_geometry(a.input),
-          acc_geometry(a.input_grad, accumulator_strides + 2) {}
+          acc_geometry(a.input_grad, accumulator_strides + 2),
+          same_geometry(in_geometry.stride[0] == acc_geometry.stride[0] && in_geometry.stride[1] == acc_geometry.stride[1] &&
+                        in_geometry.stride[2] == acc_geometry.stride[2]) {}
 
     const T* GridPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
         const View5& g = args.grid;
@@ -229,71 +232,71 @@ HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_
     }
 }
 
+// Up to kBlock grid points of one batch item gathered for a BilinearBlock: each point's
+// element offsets in the grid, in gradOutput (channel 0) and in gridGrad.
+struct PointBlock {
+    int count = 0;
+    int64_t grid[kBlock], grad_output[kBlock], grid_grad[kBlock];
+};
+
 // A block of bilinear points, in structure-of-arrays form, vectorised across points:
-// (A) scalar: each point's source indices and their derivatives (PyTorch's exact scalar
-//     code, for every padding);
-// (B) vector: floors, the corners' inside masks and the eight weights;
-// (C) per channel: a scalar fill of the corner values and of gradOutput, the grid gradient's
-//     terms in vector form, in PyTorch's order, with corners outside masked out (so that
-//     NaN and inf behave as in PyTorch, which skips them); w * g in vector form, then a
-//     scalar scatter into inputGrad in the block's point order.
-template <typename T, Padding P, bool kInputGrad, bool kGridGrad, typename S = ComputeType<T>>
-HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t* points, int count,
-                                const FastDivider32& by_w, const FastDivider32& by_h) {
+// (A) source indices and their derivatives (simd_cells-inl.h: vector form for zeros and
+//     border, PyTorch's scalar code for reflection), cells, weights, inside masks and the
+//     first corners' offsets;
+// (B) per channel: gradOutput, the corner values gathered, the grid gradient's terms in
+//     vector form, in PyTorch's order, with corners outside masked out (so that NaN and inf
+//     behave as in PyTorch, which skips them); w * g in vector form, then a scalar scatter
+//     into inputGrad in the block's point order;
+// (C) gridGrad = d(index)/d(grid) * the sums.
+// The caller checks OffsetsFit for both geometries.
+template <typename T, Padding P, bool kGridGrad, typename S = ComputeType<T>>
+HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const PointBlock& points) {
+    using Offset = typename BlockCells<S>::Offset;
     const hn::ScalableTag<S> d;
-    const size_t lanes = hn::Lanes(d);
+    const int lanes = static_cast<int>(hn::Lanes(d));
     const BackwardArgs& a = pb.args;
-    HWY_ALIGN S ix[kBlock], iy[kBlock], iz[kBlock], mx[kBlock], my[kBlock], mz[kBlock];
+    const int count = points.count;
+    const int padded = (count + lanes - 1) / lanes * lanes;
+    const bool align = a.options.align_corners;
+    HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock], mx[kBlock], my[kBlock], mz[kBlock];
     HWY_ALIGN S g[kBlock], v[8][kBlock], wg[8][kBlock], gix[kBlock], giy[kBlock], giz[kBlock];
+    HWY_ALIGN Offset acc_base[kBlock], in_base_storage[kBlock];
     BlockCells<S> cells;
-    int64_t gout_offset[kBlock], acc_base[kBlock], in_base[kBlock];
-    int32_t dd[kBlock], hh[kBlock], ww[kBlock];
-    const int padded = static_cast<int>((count + lanes - 1) / lanes * lanes);
 
     // (A)
-    for (int i = 0; i < padded; ++i) {
-        if (i >= count) {  // lanes past the end: harmless values, never stored
-            ix[i] = iy[i] = iz[i] = -4;
-            mx[i] = my[i] = mz[i] = 0;
-            continue;
-        }
-        const uint32_t p = points[i];
-        const uint32_t row = by_w.Divide(p);
-        const uint32_t pd = by_h.Divide(row);
-        dd[i] = static_cast<int32_t>(pd);
-        hh[i] = static_cast<int32_t>(row - pd * pb.out_h);
-        ww[i] = static_cast<int32_t>(p - row * pb.out_w);
-        const SourceIndices<S> si = LoadSourceIndices<T, P>(pb.GridPoint(n, dd[i], hh[i], ww[i]), a.grid.stride[4],
-                                                              a.input, a.options.align_corners);
-        ix[i] = si.ix, iy[i] = si.iy, iz[i] = si.iz, mx[i] = si.mx, my[i] = si.my, mz[i] = si.mz;
-        gout_offset[i] = pb.GradOutputPoint(n, dd[i], hh[i], ww[i]) - pb.gout;
+    const int64_t cs = a.grid.stride[4];
+    for (int i = 0; i < count; ++i) {
+        const T* gp = pb.grid + points.grid[i];
+        coord[0][i] = ToCompute(gp[0]);
+        coord[1][i] = ToCompute(gp[cs]);
+        coord[2][i] = ToCompute(gp[2 * cs]);
     }
-    // (B)
+    for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+    BlockSourceIndices<S, P, true>(coord[0], padded, a.input.size[4], align, ix, mx);
+    BlockSourceIndices<S, P, true>(coord[1], padded, a.input.size[3], align, iy, my);
+    BlockSourceIndices<S, P, true>(coord[2], padded, a.input.size[2], align, iz, mz);
+    for (int i = count; i < padded; ++i) ix[i] = iy[i] = iz[i] = -4;  // lanes past the end: outside, never stored
     const TrilinearGeometry& geo = pb.acc_geometry;
     cells.Compute(ix, iy, iz, padded, count, geo);
+    cells.Bases(geo.stride, acc_base);
+    const Offset* in_base = acc_base;
+    if (kGridGrad && !pb.same_geometry) {
+        cells.Bases(pb.in_geometry.stride, in_base_storage);
+        in_base = in_base_storage;
+    }
     const auto zero = hn::Zero(d);
-    for (int i = 0; i < padded; i += static_cast<int>(lanes)) {
+    for (int i = 0; i < padded; i += lanes) {
         hn::Store(zero, d, gix + i), hn::Store(zero, d, giy + i), hn::Store(zero, d, giz + i);
     }
-    for (int i = 0; i < count; ++i) {
-        acc_base[i] = cells.Base(i, geo.stride);
-        in_base[i] = cells.Base(i, pb.in_geometry.stride);
-    }
-    // (C)
-    // With C = 0 the input and the accumulator have no data to offset (the grid gradient,
-    // zero, is still written below).
+
+    // (B). With C = 0 the input and the accumulator have no data to offset (the grid
+    // gradient, zero, is still written below).
     const T* in_n = pb.channels ? pb.in + n * a.input.stride[0] : nullptr;
     S* acc_n = pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
-    for (int64_t c = 0; c < pb.channels; ++c) {
-        const T* gout_c = pb.gout + c * a.grad_output.stride[1];
-        const T* in_c = in_n + c * a.input.stride[1];
-        for (int i = 0; i < count; ++i) g[i] = ToCompute(gout_c[gout_offset[i]]);
-        for (int i = count; i < padded; ++i) g[i] = 0;
-        if constexpr (kGridGrad) cells.LoadCorners(in_c, in_base, pb.in_geometry.corner_delta, count, padded, v);
-        for (int i = 0; i < padded; i += static_cast<int>(lanes)) {
+    auto channel_terms = [&](auto all_inside) HWY_ATTR {
+        for (int i = 0; i < padded; i += lanes) {
             const auto vg = hn::Load(d, g + i);
-            if constexpr (kInputGrad)
-                for (int k = 0; k < 8; ++k) hn::Store(hn::Mul(hn::Load(d, cells.weight[k] + i), vg), d, wg[k] + i);
+            for (int k = 0; k < 8; ++k) hn::Store(hn::Mul(hn::Load(d, cells.weight[k] + i), vg), d, wg[k] + i);
             if constexpr (kGridGrad) {
                 auto gx = hn::Load(d, gix + i), gy = hn::Load(d, giy + i), gz = hn::Load(d, giz + i);
                 const decltype(gx) wxs[2] = {hn::Load(d, cells.wx[0] + i), hn::Load(d, cells.wx[1] + i)},
@@ -301,12 +304,16 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t*
                                    wzs[2] = {hn::Load(d, cells.wz[0] + i), hn::Load(d, cells.wz[1] + i)};
                 for (int k = 0; k < 8; ++k) {
                     const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
-                    const auto mask = hn::Ne(hn::Load(d, cells.inside[k] + i), zero);
                     const auto vk = hn::Load(d, v[k] + i);
                     // PyTorch: gix -= tnw_val * (iy_bse - iy) * (iz_bse - iz) * gOut, and so on.
-                    const auto tx = hn::IfThenElseZero(mask, hn::Mul(hn::Mul(hn::Mul(vk, wys[ky]), wzs[kz]), vg));
-                    const auto ty = hn::IfThenElseZero(mask, hn::Mul(hn::Mul(hn::Mul(vk, wxs[kx]), wzs[kz]), vg));
-                    const auto tz = hn::IfThenElseZero(mask, hn::Mul(hn::Mul(hn::Mul(vk, wxs[kx]), wys[ky]), vg));
+                    auto tx = hn::Mul(hn::Mul(hn::Mul(vk, wys[ky]), wzs[kz]), vg);
+                    auto ty = hn::Mul(hn::Mul(hn::Mul(vk, wxs[kx]), wzs[kz]), vg);
+                    auto tz = hn::Mul(hn::Mul(hn::Mul(vk, wxs[kx]), wys[ky]), vg);
+                    if constexpr (!decltype(all_inside)::value) {
+                        const auto mask = hn::Ne(hn::Load(d, cells.inside[k] + i), zero);
+                        tx = hn::IfThenElseZero(mask, tx), ty = hn::IfThenElseZero(mask, ty),
+                        tz = hn::IfThenElseZero(mask, tz);
+                    }
                     gx = kx ? hn::Add(gx, tx) : hn::Sub(gx, tx);
                     gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
                     gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
@@ -314,115 +321,87 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const uint32_t*
                 hn::Store(gx, d, gix + i), hn::Store(gy, d, giy + i), hn::Store(gz, d, giz + i);
             }
         }
-        if constexpr (kInputGrad) {
-            S* acc_c = acc_n + c * pb.acc_stride[1];
-            const int64_t* delta = geo.corner_delta;
+    };
+    const int64_t* acc_delta = geo.corner_delta;
+    for (int64_t c = 0; c < pb.channels; ++c) {
+        const T* gout_c = pb.gout + c * a.grad_output.stride[1];
+        for (int i = 0; i < count; ++i) g[i] = ToCompute(gout_c[points.grad_output[i]]);
+        for (int i = count; i < padded; ++i) g[i] = 0;
+        if constexpr (kGridGrad) cells.LoadCorners(in_n + c * a.input.stride[1], in_base, pb.in_geometry.corner_delta, v);
+        S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
+        if (cells.all_inside) {
+            channel_terms(std::true_type{});
             for (int i = 0; i < count; ++i) {
-                S* q = acc_c + acc_base[i];
-                if (cells.all_inside[i]) {
-                    for (int k = 0; k < 8; ++k) q[delta[k]] += wg[k][i];
-                } else {
-                    for (int k = 0; k < 8; ++k)
-                        if (cells.inside[k][i] != 0) q[delta[k]] += wg[k][i];
-                }
+                S* HWY_RESTRICT q = acc_c + acc_base[i];
+                for (int k = 0; k < 8; ++k) q[acc_delta[k]] += wg[k][i];
             }
+        } else {
+            channel_terms(std::false_type{});
+            for (int i = 0; i < count; ++i)
+                for (int k = 0; k < 8; ++k)
+                    if (cells.inside[k][i] != 0) acc_c[acc_base[i] + acc_delta[k]] += wg[k][i];
         }
     }
-    if constexpr (kGridGrad)
-        for (int i = 0; i < count; ++i) pb.WriteGridGrad(n, dd[i], hh[i], ww[i], mx[i] * gix[i], my[i] * giy[i], mz[i] * giz[i]);
-}
 
-// The first corner's index along an axis of `size` that a point touches, or -1 when it
-// touches none along that axis (then it contributes nothing at all).
-template <Interpolation I, typename S>
-HWY_INLINE int64_t FirstTouched(S index, int64_t size) {
-    if constexpr (I == Interpolation::kNearest) {
-        const int64_t i = NearestIndex(index, size);
-        return i >= 0 && i < size ? i : -1;
-    } else {
-        const int64_t i = FloorIndex(index, size);
-        if (i < -1 || i >= size) return -1;
-        return std::max<int64_t>(i, 0);  // floor -1: only its floor + 1 = 0 corner is inside
+    // (C)
+    if constexpr (kGridGrad) {
+        const int64_t ggs = a.grid_grad.stride[4];
+        for (int i = 0; i < count; ++i) {
+            T* gg = pb.ggrid + points.grid_grad[i];
+            gg[0] = FromCompute<T>(mx[i] * gix[i]);
+            gg[ggs] = FromCompute<T>(my[i] * giy[i]);
+            gg[2 * ggs] = FromCompute<T>(mz[i] * giz[i]);
+        }
     }
 }
 
-// The slab of a point's first corner along D, or kSkipPoint when it touches no voxel along
-// D or H (then it contributes nothing: gridGrad 0, no scatter).
+// The slab key of a grid point: the slab of its first corner along D, clamped into the
+// volume (a point that touches no voxel may go to any slab; it writes only its gridGrad).
+// The same source index and floor as the point's processing, so its corners lie in the key's
+// slab and the next.
 template <typename T, Interpolation I, Padding P>
-HWY_INLINE uint16_t SlabOfPoint(const Problem<T>& pb, const FastDivider32& by_slab_depth, int64_t n, int64_t d,
-                                int64_t h, int64_t w) {
+HWY_INLINE uint16_t SlabKey(const Problem<T>& pb, const FastDivider32& by_slab_depth, const T* grid_point) {
     using S = ComputeType<T>;
-    const View5& in = pb.args.input;
-    const T* g = pb.GridPoint(n, d, h, w);
-    const int64_t cs = pb.args.grid.stride[4];
-    const bool align = pb.args.options.align_corners;
+    const int64_t depth = pb.args.input.size[2];
     S unused;
-    const int64_t z = FirstTouched<I>(SourceIndexWithDerivative<S, P>(ToCompute(g[2 * cs]), in.size[2], align, &unused),
-                                      in.size[2]);
-    const int64_t y = FirstTouched<I>(SourceIndexWithDerivative<S, P>(ToCompute(g[cs]), in.size[3], align, &unused),
-                                      in.size[3]);
-    if (z < 0 || y < 0) return kSkipPoint;
-    return static_cast<uint16_t>(by_slab_depth.Divide(static_cast<uint32_t>(z)));
+    const S iz = SourceIndexWithDerivative<S, P>(ToCompute(grid_point[2 * pb.args.grid.stride[4]]), depth,
+                                                 pb.args.options.align_corners, &unused);
+    const int64_t z = I == Interpolation::kNearest ? NearestIndex(iz, depth) : FloorIndex(iz, depth);
+    return static_cast<uint16_t>(by_slab_depth.Divide(static_cast<uint32_t>(std::clamp<int64_t>(z, 0, depth - 1))));
 }
 
+// inputGrad (and gridGrad, kGridGrad) by slabs:
+// - keys: every point's slab, and each grid row's smallest and largest key;
+// - phase 0: the even slabs in parallel, phase 1 the odd ones. A slab's task zero-fills its
+//   slab and the next (phase 0), then visits the rows whose key range holds its slab and
+//   processes their points of its slab in grid order.
+// Every element thus sums its contributions in a fixed order: the points of the slab before
+// it, then those of its own, each in grid order; whatever the thread count.
 template <typename T, Interpolation I, Padding P, bool kGridGrad, bool kUnitChannels>
 void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWorkspace& ws) {
     using S = ComputeType<T>;
-    const int64_t rows = pb.out_d * pb.out_h;
-    const int64_t chunks = plan.chunks_per_batch, slabs = plan.slabs;
+    const BackwardArgs& a = pb.args;
+    const int64_t rows = pb.out_d * pb.out_h, slabs = plan.slabs;
     const FastDivider32 by_slab_depth(static_cast<uint32_t>(plan.slab_depth));
-    const int64_t rows_per_chunk = plan.rows_per_chunk;
 
-    // Pass 1: the slab of every point, and per-chunk counts.
 #pragma omp parallel for schedule(static)
-    for (int64_t task = 0; task < pb.batch * chunks; ++task) {
-        const int64_t n = task / chunks, chunk = task % chunks;
-        uint32_t* counts = ws.counts + task * slabs;
-        std::fill(counts, counts + slabs, 0u);
-        for (int64_t row = chunk * rows_per_chunk; row < std::min(rows, (chunk + 1) * rows_per_chunk); ++row) {
-            const int64_t d = row / pb.out_h, h = row % pb.out_h;
-            uint16_t* keys = ws.keys + n * pb.points + row * pb.out_w;
-            for (int64_t w = 0; w < pb.out_w; ++w) {
-                const uint16_t slab = SlabOfPoint<T, I, P>(pb, by_slab_depth, n, d, h, w);
-                keys[w] = slab;
-                if (slab != kSkipPoint)
-                    ++counts[slab];
-                else if constexpr (kGridGrad)
-                    pb.WriteGridGrad(n, d, h, w, 0, 0, 0);
-            }
+    for (int64_t task = 0; task < pb.batch * rows; ++task) {
+        const int64_t n = task / rows, row = task % rows, d = row / pb.out_h, h = row % pb.out_h;
+        uint16_t* keys = ws.keys + task * pb.out_w;
+        uint16_t lowest = UINT16_MAX, highest = 0;
+        for (int64_t w = 0; w < pb.out_w; ++w) {
+            const uint16_t key = SlabKey<T, I, P>(pb, by_slab_depth, pb.GridPoint(n, d, h, w));
+            keys[w] = key;
+            lowest = std::min(lowest, key);
+            highest = std::max(highest, key);
         }
+        ws.row_lowest[task] = lowest;
+        ws.row_highest[task] = highest;
     }
-    // Exclusive prefix sums: slabs in order, chunks in grid order within a slab's bin.
-    for (int64_t n = 0; n < pb.batch; ++n) {
-        uint32_t running = 0;
-        for (int64_t slab = 0; slab < slabs; ++slab) {
-            ws.bin_begin[n * (slabs + 1) + slab] = running;
-            for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-                uint32_t& count = ws.counts[(n * chunks + chunk) * slabs + slab];
-                const uint32_t c = count;
-                count = running;  // now the chunk's first position in the bin
-                running += c;
-            }
-        }
-        ws.bin_begin[n * (slabs + 1) + slabs] = running;
-    }
-    // Pass 2: stable counting sort of point indices into their bins.
-#pragma omp parallel for schedule(static)
-    for (int64_t task = 0; task < pb.batch * chunks; ++task) {
-        const int64_t n = task / chunks, chunk = task % chunks;
-        uint32_t* position = ws.counts + task * slabs;
-        uint32_t* order = ws.order + n * pb.points;
-        const int64_t first = chunk * rows_per_chunk * pb.out_w;
-        const int64_t last = std::min(rows, (chunk + 1) * rows_per_chunk) * pb.out_w;
-        for (int64_t p = first; p < last; ++p) {
-            const uint16_t slab = ws.keys[n * pb.points + p];
-            if (slab != kSkipPoint) order[position[slab]++] = static_cast<uint32_t>(p);
-        }
-    }
-    // Phases 0 and 1: even slabs, then odd slabs.
-    const FastDivider32 by_w(static_cast<uint32_t>(std::max<int64_t>(1, pb.out_w)));
-    const FastDivider32 by_h(static_cast<uint32_t>(std::max<int64_t>(1, pb.out_h)));
-    const int64_t vol_d = pb.args.input.size[2], vol_h = pb.args.input.size[3], vol_w = pb.args.input.size[4];
+
+    const bool blocks = I == Interpolation::kBilinear && !kUnitChannels && OffsetsFit<S>(pb.acc_geometry) &&
+                        OffsetsFit<S>(pb.in_geometry);
+    const int64_t vol_d = a.input.size[2], vol_h = a.input.size[3], vol_w = a.input.size[4];
     const int64_t slab_tasks = (slabs + 1) / 2;
     for (int phase = 0; phase < 2; ++phase) {
 #pragma omp parallel for schedule(dynamic, 1)
@@ -439,22 +418,36 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                             for (int64_t x = 0; x < vol_w; ++x) line[x * pb.acc_stride[4]] = 0;
                         }
             }
-            const uint32_t* order = ws.order + n * pb.points;
-            const uint32_t begin = ws.bin_begin[n * (slabs + 1) + slab];
-            const uint32_t end = ws.bin_begin[n * (slabs + 1) + slab + 1];
-            if constexpr (I == Interpolation::kBilinear && !kUnitChannels) {
-                for (uint32_t i = begin; i < end; i += kBlock)
-                    BilinearBlock<T, P, true, kGridGrad>(pb, n, order + i, static_cast<int>(std::min<uint32_t>(kBlock, end - i)),
-                                                         by_w, by_h);
-            } else {
-                for (uint32_t i = begin; i < end; ++i) {
-                    const uint32_t p = order[i];
-                    const uint32_t row = by_w.Divide(p);
-                    const uint32_t d = by_h.Divide(row);
-                    BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, row - d * pb.out_h,
-                                                                            p - row * pb.out_w);
+            PointBlock block;
+            for (int64_t row = 0; row < rows; ++row) {
+                const int64_t r = n * rows + row;
+                if (ws.row_lowest[r] > slab || ws.row_highest[r] < slab) continue;
+                const int64_t d = row / pb.out_h, h = row % pb.out_h;
+                const uint16_t* keys = ws.keys + r * pb.out_w;
+                if constexpr (I == Interpolation::kBilinear && !kUnitChannels) {
+                    if (blocks) {
+                        const int64_t grid_row = n * a.grid.stride[0] + d * a.grid.stride[1] + h * a.grid.stride[2];
+                        const int64_t gout_row =
+                            n * a.grad_output.stride[0] + d * a.grad_output.stride[2] + h * a.grad_output.stride[3];
+                        const int64_t ggrid_row =
+                            n * a.grid_grad.stride[0] + d * a.grid_grad.stride[1] + h * a.grid_grad.stride[2];
+                        for (int64_t w = 0; w < pb.out_w; ++w) {
+                            if (keys[w] != slab) continue;
+                            block.grid[block.count] = grid_row + w * a.grid.stride[3];
+                            block.grad_output[block.count] = gout_row + w * a.grad_output.stride[4];
+                            block.grid_grad[block.count] = ggrid_row + w * a.grid_grad.stride[3];
+                            if (++block.count == kBlock) {
+                                BilinearBlock<T, P, kGridGrad>(pb, n, block);
+                                block.count = 0;
+                            }
+                        }
+                        continue;
+                    }
                 }
+                for (int64_t w = 0; w < pb.out_w; ++w)
+                    if (keys[w] == slab) BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, w);
             }
+            if (block.count) BilinearBlock<T, P, kGridGrad>(pb, n, block);
         }
     }
 }

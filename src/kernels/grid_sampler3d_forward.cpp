@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/dispatch.h"
 #include "kernels/grid_sampler3d_kernels.h"
@@ -76,10 +77,10 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
     }
 }
 
-// A row segment of up to kBlock bilinear points, vectorised across points: source indices
-// by PyTorch's scalar code, cells and weights with SIMD, a scalar fill of the corner values
-// per channel, then value = 0 + v0 * w0 + ... + v7 * w7 in vector form with the corners
-// outside masked out (PyTorch skips them), rounded once on store.
+// A row segment of up to kBlock bilinear points, vectorised across points: source indices,
+// cells and weights with SIMD (simd_cells-inl.h), the corner values gathered per channel,
+// then value = 0 + v0 * w0 + ... + v7 * w7 in vector form with the corners outside masked out
+// (PyTorch skips them), rounded once on store.
 template <typename T, Padding P, typename S = ComputeType<T>>
 HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, const T* grid_row, T* out_row,
                                        int64_t w_begin, int count, const TrilinearGeometry& geometry) {
@@ -89,34 +90,44 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     const View5& in = args.input;
     const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
     const bool align = args.options.align_corners;
-    HWY_ALIGN S ix[kBlock], iy[kBlock], iz[kBlock], v[8][kBlock], value[kBlock];
+    HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock], v[8][kBlock];
+    HWY_ALIGN typename BlockCells<S>::Offset base[kBlock];
     BlockCells<S> cells;
-    int64_t base[kBlock];
-    for (int i = 0; i < padded; ++i) {
-        if (i >= count) {  // lanes past the end: harmless, never stored
-            ix[i] = iy[i] = iz[i] = -4;
-            continue;
-        }
+    for (int i = 0; i < count; ++i) {
         const T* g = grid_row + (w_begin + i) * gs;
-        ix[i] = SourceIndex<S, P>(ToCompute(g[0]), in.size[4], align);
-        iy[i] = SourceIndex<S, P>(ToCompute(g[cs]), in.size[3], align);
-        iz[i] = SourceIndex<S, P>(ToCompute(g[2 * cs]), in.size[2], align);
+        coord[0][i] = ToCompute(g[0]);
+        coord[1][i] = ToCompute(g[cs]);
+        coord[2][i] = ToCompute(g[2 * cs]);
     }
+    for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+    BlockSourceIndices<S, P, false>(coord[0], padded, in.size[4], align, ix, nullptr);
+    BlockSourceIndices<S, P, false>(coord[1], padded, in.size[3], align, iy, nullptr);
+    BlockSourceIndices<S, P, false>(coord[2], padded, in.size[2], align, iz, nullptr);
+    for (int i = count; i < padded; ++i) ix[i] = iy[i] = iz[i] = -4;  // lanes past the end: outside, never stored
     cells.Compute(ix, iy, iz, padded, count, geometry);
-    for (int i = 0; i < count; ++i) base[i] = cells.Base(i, geometry.stride);
+    cells.Bases(geometry.stride, base);
     const auto zero = hn::Zero(d);
+    const int64_t out_ws = args.out.stride[4];
     for (int64_t c = 0; c < in.size[1]; ++c) {
-        cells.LoadCorners(in_n + c * in.stride[1], base, geometry.corner_delta, count, padded, v);
+        cells.LoadCorners(in_n + c * in.stride[1], base, geometry.corner_delta, v);
+        T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
         for (int i = 0; i < padded; i += lanes) {
             auto sum = zero;
             for (int k = 0; k < 8; ++k) {
-                const auto mask = hn::Ne(hn::Load(d, cells.inside[k] + i), zero);
-                sum = hn::Add(sum, hn::IfThenElseZero(mask, hn::Mul(hn::Load(d, v[k] + i), hn::Load(d, cells.weight[k] + i))));
+                auto term = hn::Mul(hn::Load(d, v[k] + i), hn::Load(d, cells.weight[k] + i));
+                if (!cells.all_inside) term = hn::IfThenElseZero(hn::Ne(hn::Load(d, cells.inside[k] + i), zero), term);
+                sum = hn::Add(sum, term);
             }
-            hn::Store(sum, d, value + i);
+            if constexpr (std::is_same_v<T, S>) {
+                if (out_ws == 1 && i + lanes <= count) {
+                    hn::StoreU(sum, d, out_c + i);
+                    continue;
+                }
+            }
+            HWY_ALIGN S value[hn::MaxLanes(d)];
+            hn::Store(sum, d, value);
+            for (int j = 0; j < lanes && i + j < count; ++j) out_c[(i + j) * out_ws] = FromCompute<T>(value[j]);
         }
-        T* out_c = out_row + c * args.out.stride[1];
-        for (int i = 0; i < count; ++i) out_c[(w_begin + i) * args.out.stride[4]] = FromCompute<T>(value[i]);
     }
 }
 
@@ -134,6 +145,7 @@ void Forward(const ForwardArgs& args) {
     // (offsetting a null pointer is undefined).
     if (rows == 0 || out_w == 0 || in.size[1] == 0) return;
     const TrilinearGeometry geometry(in);
+    const bool simd_offsets = OffsetsFit<ComputeType<T>>(geometry);
 
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
@@ -142,14 +154,16 @@ void Forward(const ForwardArgs& args) {
         const T* g = grid_data + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2];
         T* out_row = out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3];
         if constexpr (I == Interpolation::kBilinear && !kUnitChannels) {
-            for (int64_t w = 0; w < out_w; w += kBlock)
-                BilinearForwardBlock<T, P>(args, in_n, g, out_row, w, static_cast<int>(std::min<int64_t>(kBlock, out_w - w)),
-                                           geometry);
-        } else {
-            for (int64_t w = 0; w < out_w; ++w)
-                SamplePoint<T, I, P, kUnitChannels>(args, in_n, g + w * grid.stride[3], out_row + w * out.stride[4],
-                                                    geometry);
+            if (simd_offsets) {
+                for (int64_t w = 0; w < out_w; w += kBlock)
+                    BilinearForwardBlock<T, P>(args, in_n, g, out_row, w,
+                                               static_cast<int>(std::min<int64_t>(kBlock, out_w - w)), geometry);
+                continue;
+            }
         }
+        for (int64_t w = 0; w < out_w; ++w)
+            SamplePoint<T, I, P, kUnitChannels>(args, in_n, g + w * grid.stride[3], out_row + w * out.stride[4],
+                                                geometry);
     }
 }
 

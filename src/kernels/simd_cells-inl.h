@@ -1,6 +1,8 @@
-// The trilinear cells of a block of grid points, computed across points with SIMD: floors,
-// per-axis weights, the eight corner weights ((wx * wy) * wz, PyTorch's products) and which
-// corners lie inside the volume. Shared by the forward and backward kernels.
+// The trilinear cells of a block of grid points, computed across points with SIMD: source
+// indices (unnormalize and clip in vector form; reflection stays scalar), floors, per-axis
+// weights, the eight corner weights ((wx * wy) * wz, PyTorch's products), which corners lie
+// inside the volume, the first corner's offset and the corner values (hardware gathers where
+// the element type is the compute type). Shared by the forward and backward kernels.
 //
 // Compiled into each SIMD target: Highway's per-target include guard, included after
 // foreach_target.h.
@@ -14,7 +16,9 @@
 #include <hwy/highway.h>
 
 #include <cstdint>
+#include <type_traits>
 
+#include "kernels/coordinates.h"
 #include "kernels/element_types.h"
 #include "kernels/trilinear_corners.h"
 
@@ -27,21 +31,71 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Grid points handled together by the SIMD block paths.
 constexpr int kBlock = 64;
 
+// Source indices of `padded` grid values along an axis of `size` (PyTorch's formulas).
+// kBackward: the backward clip and d(index)/d(grid value) into `derivative`; otherwise the
+// forward clip. Zeros and border padding in vector form (division by 2 and the clip's
+// comparisons are exact, so lanes equal the scalar code bit for bit, NaN included);
+// reflection, whose fmod has no exact vector form, point by point.
+template <typename S, Padding P, bool kBackward>
+HWY_INLINE void BlockSourceIndices(const S* HWY_RESTRICT coord, int padded, int64_t size, bool align,
+                              S* HWY_RESTRICT index, S* HWY_RESTRICT derivative) {
+    if constexpr (P == Padding::kReflection) {
+        for (int i = 0; i < padded; ++i) {
+            if constexpr (kBackward)
+                index[i] = SourceIndexWithDerivative<S, P>(coord[i], size, align, &derivative[i]);
+            else
+                index[i] = SourceIndex<S, P>(coord[i], size, align);
+        }
+    } else {
+        const hn::ScalableTag<S> d;
+        const auto one = hn::Set(d, S(1)), two = hn::Set(d, S(2)), zero = hn::Zero(d);
+        const auto last = hn::Set(d, static_cast<S>(size - 1)), extent = hn::Set(d, static_cast<S>(size));
+        const auto unnormalize_derivative = hn::Set(d, UnnormalizeDerivative<S>(size, align));
+        for (int i = 0; i < padded; i += static_cast<int>(hn::Lanes(d))) {
+            const auto c = hn::Load(d, coord + i);
+            // Unnormalize: ((c + 1) / 2) * (size - 1), or ((c + 1) * size - 1) / 2.
+            auto v = align ? hn::Mul(hn::Div(hn::Add(c, one), two), last)
+                           : hn::Div(hn::Sub(hn::Mul(hn::Add(c, one), extent), one), two);
+            auto dv = unnormalize_derivative;
+            if constexpr (P == Padding::kBorder) {
+                if constexpr (kBackward) {  // ClipWithDerivative: NaN passes with derivative 1
+                    const auto low = hn::Le(v, zero), high = hn::Ge(v, last);
+                    v = hn::IfThenElse(low, zero, hn::IfThenElse(high, last, v));
+                    dv = hn::IfThenZeroElse(hn::Or(low, high), dv);
+                } else {  // Clip: min(size - 1, max(v, 0)) with std's NaN rule: NaN -> size - 1
+                    v = hn::IfThenElse(hn::Lt(v, zero), zero, v);
+                    v = hn::IfThenElse(hn::Lt(v, last), v, last);
+                }
+            }
+            hn::Store(v, d, index + i);
+            if constexpr (kBackward) hn::Store(dv, d, derivative + i);
+        }
+    }
+}
+
 template <typename S>
 struct BlockCells {
-    HWY_ALIGN S x0[kBlock], y0[kBlock], z0[kBlock];
+    using Offset = hwy::MakeSigned<S>;  // the gathers' index type: int32 for fp32, int64 for double
+
+    HWY_ALIGN S x0[kBlock], y0[kBlock], z0[kBlock];  // floors; -2 for NaN, inf and far outside
     HWY_ALIGN S wx[2][kBlock], wy[2][kBlock], wz[2][kBlock];
     HWY_ALIGN S weight[8][kBlock];
     HWY_ALIGN S inside[8][kBlock];  // 1 or 0
-    bool all_inside[kBlock];
+    bool all_inside = false;        // every corner of the block's `count` points is inside
+    int count = 0, padded = 0;
 
-    // ix, iy, iz: source indices of `padded` points (a multiple of the lane count).
-    HWY_INLINE void Compute(const S* ix, const S* iy, const S* iz, int padded, int count, const TrilinearGeometry& g) {
+    // ix, iy, iz: source indices of `padded` points (a multiple of the lane count), of which
+    // the first `count` are real.
+    HWY_INLINE void Compute(const S* ix, const S* iy, const S* iz, int padded_points, int points,
+                            const TrilinearGeometry& g) {
         const hn::ScalableTag<S> d;
         const int lanes = static_cast<int>(hn::Lanes(d));
+        count = points;
+        padded = padded_points;
         const auto one = hn::Set(d, S(1)), zero = hn::Zero(d), sentinel = hn::Set(d, S(-2)), neg_one = hn::Set(d, S(-1));
         const auto size_x = hn::Set(d, static_cast<S>(g.size[2])), size_y = hn::Set(d, static_cast<S>(g.size[1])),
                    size_z = hn::Set(d, static_cast<S>(g.size[0]));
+        bool all = true;
         for (int i = 0; i < padded; i += lanes) {
             // FloorIndex: NaN, inf and far-out indices give -2 (both corners outside).
             const auto vix = hn::Load(d, ix + i), viy = hn::Load(d, iy + i), viz = hn::Load(d, iz + i);
@@ -66,43 +120,89 @@ struct BlockCells {
                                                         hn::And(hn::Ge(vy1, zero), hn::Lt(vy1, size_y))},
                                                bz[2] = {hn::And(hn::Ge(vz0, zero), hn::Lt(vz0, size_z)),
                                                         hn::And(hn::Ge(vz1, zero), hn::Lt(vz1, size_z))};
+            // Lanes past `count` do not count against all_inside.
+            auto every = hn::Not(hn::FirstN(d, static_cast<size_t>(count > i ? count - i : 0)));
+            every = hn::Or(every, hn::And(hn::And(hn::And(bx[0], bx[1]), hn::And(by[0], by[1])), hn::And(bz[0], bz[1])));
+            all = all && hn::AllTrue(d, every);
             for (int k = 0; k < 8; ++k) {
                 const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
                 hn::Store(hn::Mul(hn::Mul(wxs[kx], wys[ky]), wzs[kz]), d, weight[k] + i);
                 hn::Store(hn::IfThenElseZero(hn::And(hn::And(bx[kx], by[ky]), bz[kz]), one), d, inside[k] + i);
             }
         }
-        for (int i = 0; i < count; ++i) {
-            bool all = true;
-            for (int k = 0; k < 8; ++k) all = all && inside[k][i] != 0;
-            all_inside[i] = all;
-        }
+        all_inside = all;
     }
 
-    // The eight corner values of each point of a volume (one channel) into v[k][i]: corners
-    // outside read as 0 (the vector code masks them out anyway), lanes past `count` as 0.
-    // base[i]: the first corner's offset (Base); delta: the geometry's corner_delta.
+    // Each point's first-corner offset for the strides (D, H, W order); lanes past `count`
+    // get 0. fp32 offsets are int32: the caller checks OffsetsFit for the geometry.
+    HWY_INLINE void Bases(const int64_t stride[3], Offset* HWY_RESTRICT base) const {
+        if constexpr (sizeof(S) == 4) {
+            const hn::ScalableTag<S> d;
+            const hn::RebindToSigned<decltype(d)> di;
+            const auto sz = hn::Set(di, static_cast<Offset>(stride[0])), sy = hn::Set(di, static_cast<Offset>(stride[1])),
+                       sx = hn::Set(di, static_cast<Offset>(stride[2]));
+            for (int i = 0; i < padded; i += static_cast<int>(hn::Lanes(d))) {
+                const auto b = hn::Add(hn::Add(hn::Mul(hn::ConvertTo(di, hn::Load(d, z0 + i)), sz),
+                                               hn::Mul(hn::ConvertTo(di, hn::Load(d, y0 + i)), sy)),
+                                       hn::Mul(hn::ConvertTo(di, hn::Load(d, x0 + i)), sx));
+                hn::Store(b, di, base + i);
+            }
+        } else {
+            for (int i = 0; i < padded; ++i)
+                base[i] = static_cast<Offset>(z0[i]) * stride[0] + static_cast<Offset>(y0[i]) * stride[1] +
+                          static_cast<Offset>(x0[i]) * stride[2];
+        }
+        for (int i = count; i < padded; ++i) base[i] = 0;
+    }
+
+    // The eight corner values of each point of a volume (one channel) into v[k][i]. Corners
+    // outside hold an unspecified value (0 or the volume's first element): the callers mask
+    // their terms, as PyTorch skips them. base: from Bases; delta: the geometry's corner_delta.
     template <typename T>
-    HWY_INLINE void LoadCorners(const T* volume, const int64_t* base, const int64_t* delta, int count, int padded,
+    HWY_INLINE void LoadCorners(const T* HWY_RESTRICT volume, const Offset* HWY_RESTRICT base, const int64_t* delta,
                                 S (*HWY_RESTRICT v)[kBlock]) const {
-        for (int i = 0; i < count; ++i) {
-            const T* q = volume + base[i];
-            if (all_inside[i]) {
-                for (int k = 0; k < 8; ++k) v[k][i] = ToCompute(q[delta[k]]);
-            } else {
-                for (int k = 0; k < 8; ++k) v[k][i] = inside[k][i] != 0 ? ToCompute(q[delta[k]]) : S(0);
+        if constexpr (std::is_same_v<T, S>) {  // hardware gathers (emulated on targets without)
+            const hn::ScalableTag<S> d;
+            const hn::RebindToSigned<decltype(d)> di;
+            for (int k = 0; k < 8; ++k) {
+                const auto dk = hn::Set(di, static_cast<Offset>(delta[k]));
+                for (int i = 0; i < padded; i += static_cast<int>(hn::Lanes(d))) {
+                    auto index = hn::Add(hn::Load(di, base + i), dk);
+                    if (!all_inside)  // outside corners (and lanes past count) read element 0
+                        index = hn::IfThenElseZero(hn::RebindMask(di, hn::Ne(hn::Load(d, inside[k] + i), hn::Zero(d))),
+                                                   index);
+                    else if (i + static_cast<int>(hn::Lanes(d)) > count)
+                        index = hn::IfThenElseZero(hn::FirstN(di, static_cast<size_t>(count - i)), index);
+                    hn::Store(hn::GatherIndex(d, volume, index), d, v[k] + i);
+                }
+            }
+        } else {
+            for (int k = 0; k < 8; ++k) {
+                const T* HWY_RESTRICT q = volume + delta[k];
+                if (all_inside) {
+                    for (int i = 0; i < count; ++i) v[k][i] = ToCompute(q[base[i]]);
+                } else {
+                    for (int i = 0; i < count; ++i) v[k][i] = inside[k][i] != 0 ? ToCompute(q[base[i]]) : S(0);
+                }
+                for (int i = count; i < padded; ++i) v[k][i] = 0;
             }
         }
-        for (int k = 0; k < 8; ++k)
-            for (int i = count; i < padded; ++i) v[k][i] = 0;
-    }
-
-    // Element offset of point i's first corner for the given strides (D, H, W order).
-    HWY_INLINE int64_t Base(int i, const int64_t stride[3]) const {
-        return static_cast<int64_t>(z0[i]) * stride[0] + static_cast<int64_t>(y0[i]) * stride[1] +
-               static_cast<int64_t>(x0[i]) * stride[2];
     }
 };
+
+// Whether every first-corner offset of a volume (floors from -2 to size, plus the corner
+// deltas) fits BlockCells<S>::Offset.
+template <typename S>
+inline bool OffsetsFit(const TrilinearGeometry& g) {
+    if constexpr (sizeof(S) == 8) return true;
+    int64_t extent = 0;
+    for (int i = 0; i < 3; ++i) {
+        int64_t part;
+        if (__builtin_mul_overflow(g.size[i] + 3, g.stride[i], &part) || __builtin_add_overflow(extent, part, &extent))
+            return false;
+    }
+    return extent < (int64_t{1} << 31);
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace gs3d::kernels
