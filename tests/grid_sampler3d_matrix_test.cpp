@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 #include "support/op_runner.h"
 #include "support/test_tensor.h"
@@ -22,16 +23,24 @@ struct LayoutCase {
 
 using MatrixParam = std::tuple<int, int, bool, aclDataType, LayoutCase>;
 
-class GridSamplerMatrix : public ::testing::TestWithParam<MatrixParam> {};
+// Random cases of one matrix cell: sizes drawn from the given ranges, channel counts from
+// `channel_counts`; forward, both backward outputs and the untouched memory around the views.
+struct SizeRanges {
+    int64_t in_min, in_max, out_min, out_max;
+    std::vector<int64_t> channel_counts;
+};
 
-TEST_P(GridSamplerMatrix, ForwardAndBackwardMatchReference) {
-    const auto [interpolation, padding, align, type, layout] = GetParam();
+void CheckRandomCases(const MatrixParam& param, const SizeRanges& ranges, int repeats, unsigned seed) {
+    const auto [interpolation, padding, align, type, layout] = param;
     const RefOptions options{interpolation, padding, align};
     const aclFormat format = layout.channel_last ? ACL_FORMAT_NDHWC : ACL_FORMAT_NCDHW;
-    std::mt19937 rng(1234u + static_cast<unsigned>(interpolation * 1000 + padding * 100 + align * 10 + type));
-    std::uniform_int_distribution<int64_t> in_size(1, 9), out_size(1, 5), batch(1, 2), channels(1, 3);
-    for (int repeat = 0; repeat < 3; ++repeat) {
-        const int64_t n = batch(rng), c = channels(rng), d = in_size(rng), h = in_size(rng), w = in_size(rng);
+    std::mt19937 rng(seed + static_cast<unsigned>(interpolation * 1000 + padding * 100 + align * 10 + type));
+    std::uniform_int_distribution<int64_t> in_size(ranges.in_min, ranges.in_max),
+        out_size(ranges.out_min, ranges.out_max), batch(1, 2);
+    std::uniform_int_distribution<size_t> channel_pick(0, ranges.channel_counts.size() - 1);
+    for (int repeat = 0; repeat < repeats; ++repeat) {
+        const int64_t n = batch(rng), c = ranges.channel_counts[channel_pick(rng)], d = in_size(rng),
+                      h = in_size(rng), w = in_size(rng);
         const int64_t od = out_size(rng), oh = out_size(rng), ow = out_size(rng);
         std::ostringstream label;
         label << "N" << n << " C" << c << " in " << d << "x" << h << "x" << w << " out " << od << "x" << oh << "x"
@@ -74,6 +83,21 @@ TEST_P(GridSamplerMatrix, ForwardAndBackwardMatchReference) {
     }
 }
 
+class GridSamplerMatrix : public ::testing::TestWithParam<MatrixParam> {};
+
+TEST_P(GridSamplerMatrix, ForwardAndBackwardMatchReference) {
+    CheckRandomCases(GetParam(), SizeRanges{1, 9, 1, 5, {1, 2, 3}}, 3, 1234u);
+}
+
+// Wider channels (the channel-vector path of NDHWC: full vectors and a scalar rest on every
+// SIMD target) and grids of several SIMD blocks and slabs, with points near and outside the
+// borders.
+class GridSamplerWide : public ::testing::TestWithParam<MatrixParam> {};
+
+TEST_P(GridSamplerWide, ForwardAndBackwardMatchReference) {
+    CheckRandomCases(GetParam(), SizeRanges{3, 12, 6, 11, {4, 5, 8, 9, 16, 17, 35}}, 2, 77u);
+}
+
 std::string ParamName(const ::testing::TestParamInfo<MatrixParam>& info) {
     const auto [interpolation, padding, align, type, layout] = info.param;
     static const char* kPadding[] = {"zeros", "border", "reflection"};
@@ -91,6 +115,15 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
                                          LayoutCase{true, Layout::kContiguous, 0},
                                          LayoutCase{false, Layout::kPadded, 5}, LayoutCase{true, Layout::kReversed, 3})),
+    ParamName);
+
+INSTANTIATE_TEST_SUITE_P(
+    Bilinear, GridSamplerWide,
+    ::testing::Combine(::testing::Values(0), ::testing::Values(0, 1, 2), ::testing::Bool(),
+                       ::testing::Values(ACL_FLOAT, ACL_FLOAT16, ACL_DOUBLE),
+                       ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
+                                         LayoutCase{true, Layout::kContiguous, 0},
+                                         LayoutCase{true, Layout::kReversed, 3})),
     ParamName);
 
 }  // namespace

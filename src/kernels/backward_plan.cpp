@@ -5,9 +5,6 @@
 namespace gs3d::kernels {
 namespace {
 
-// Slabs per batch item at most: enough parallel tasks per phase for a many-core machine,
-// few enough that a slab is thick and each grid row spans few slabs.
-constexpr int64_t kTargetSlabs = 32;
 constexpr size_t kAlignment = 64;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -18,7 +15,7 @@ bool NeedsAccumulator(const BackwardArgs& args) {
 
 // Byte sizes of the workspace's parts, in layout order.
 struct Parts {
-    size_t accumulator = 0, keys = 0, row_lowest = 0, row_highest = 0;
+    size_t accumulator = 0, keys = 0, order = 0, row_lowest = 0, row_highest = 0;
 };
 
 size_t Align(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
@@ -35,6 +32,7 @@ Parts PartSizes(const BackwardArgs& args, const SlabPlan& plan) {
     }
     if (plan.usable) {
         parts.keys = Align(batch * points * sizeof(uint16_t));
+        parts.order = Align(batch * points * sizeof(uint32_t));
         parts.row_lowest = parts.row_highest = Align(batch * rows * sizeof(uint16_t));
     }
     return parts;
@@ -48,7 +46,7 @@ SlabPlan PlanSlabs(const BackwardArgs& args) {
     if (!args.compute_input_grad || points >= static_cast<int64_t>(UINT32_MAX)) return plan;
     const int64_t depth = args.input.size[2];
     plan.usable = true;
-    plan.slab_depth = std::max<int64_t>(1, CeilDiv(depth, kTargetSlabs));
+    plan.slab_depth = std::max<int64_t>(1, CeilDiv(depth, kMaxSlabs));
     plan.slabs = std::max<int64_t>(1, CeilDiv(depth, plan.slab_depth));
     return plan;
 }
@@ -64,6 +62,7 @@ BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
     };
     ws.accumulator = reinterpret_cast<float*>(take(parts.accumulator));
     ws.keys = reinterpret_cast<uint16_t*>(take(parts.keys));
+    ws.order = reinterpret_cast<uint32_t*>(take(parts.order));
     ws.row_lowest = reinterpret_cast<uint16_t*>(take(parts.row_lowest));
     ws.row_highest = reinterpret_cast<uint16_t*>(take(parts.row_highest));
     ws.accumulator_stride[4] = 1;
@@ -73,7 +72,7 @@ BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
 
 size_t BackwardWorkspaceBytes(const BackwardArgs& args) {
     const Parts parts = PartSizes(args, PlanSlabs(args));
-    return parts.accumulator + parts.keys + parts.row_lowest + parts.row_highest;
+    return parts.accumulator + parts.keys + parts.order + parts.row_lowest + parts.row_highest;
 }
 
 }  // namespace gs3d::kernels

@@ -12,6 +12,10 @@ namespace gs3d::kernels {
 // The input volume of each batch item is cut into slabs along D. Every grid point gets the
 // slab of its first corner along D as its key: its corners then lie in that slab and the
 // next one, so tasks that own every other slab never write the same element.
+// Slabs per batch item at most: enough parallel tasks per phase for a many-core machine,
+// few enough that a slab is thick and each grid row spans few slabs.
+constexpr int64_t kMaxSlabs = 32;
+
 struct SlabPlan {
     bool usable = false;     // false: more than 2^32 - 1 points per batch item, or no inputGrad
     int64_t slab_depth = 1;  // input depths (D) per slab
@@ -24,7 +28,8 @@ SlabPlan PlanSlabs(const BackwardArgs& args);
 struct BackwardWorkspace {
     float* accumulator = nullptr;  // fp16/bf16 inputGrad in fp32, contiguous (N, C, D, H, W)
     int64_t accumulator_stride[5] = {0, 0, 0, 0, 0};
-    uint16_t* keys = nullptr;       // per grid point: its slab
+    uint16_t* keys = nullptr;       // per grid point: the slabs of its row's points, sorted
+    uint32_t* order = nullptr;      // per grid point: its row's points (w) in key order
     uint16_t* row_lowest = nullptr;   // per grid row (n, d, h): the smallest key in it
     uint16_t* row_highest = nullptr;  // and the largest
 };

@@ -232,58 +232,91 @@ HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_
     }
 }
 
-// Up to kBlock grid points of one batch item gathered for a BilinearBlock: each point's
+// Up to kBlock grid points of one batch item gathered for a block: each point's
 // element offsets in the grid, in gradOutput (channel 0) and in gridGrad.
 struct PointBlock {
     int count = 0;
     int64_t grid[kBlock], grad_output[kBlock], grid_grad[kBlock];
 };
 
+// A block of bilinear points after its per-point work (stage A below): cells,
+// weights, inside masks, first-corner offsets and d(index)/d(grid value).
+template <typename S>
+struct PreparedBlock {
+    using Offset = typename BlockCells<S>::Offset;
+    BlockCells<S> cells;
+    HWY_ALIGN S mx[kBlock], my[kBlock], mz[kBlock];
+    HWY_ALIGN Offset acc_base[kBlock], in_base[kBlock];  // in_base: when the geometries differ
+    int64_t grad_output[kBlock], grid_grad[kBlock];
+};
+
 // A block of bilinear points, in structure-of-arrays form, vectorised across points:
-// (A) source indices and their derivatives (simd_cells-inl.h: vector form for zeros and
-//     border, PyTorch's scalar code for reflection), cells, weights, inside masks and the
-//     first corners' offsets;
-// (B) per channel: gradOutput, the corner values gathered, the grid gradient's terms in
-//     vector form, in PyTorch's order, with corners outside masked out (so that NaN and inf
-//     behave as in PyTorch, which skips them); w * g in vector form, then a scalar scatter
-//     into inputGrad in the block's point order;
-// (C) gridGrad = d(index)/d(grid) * the sums.
+// (A) PrepareBlock: source indices and their derivatives (simd_cells-inl.h: vector form for
+//     zeros and border, PyTorch's scalar code for reflection), cells, weights, inside masks
+//     and the first corners' offsets;
+// (B) RunBlock, per channel: gradOutput, the corner values gathered, the grid gradient's
+//     terms in vector form, in PyTorch's order, with corners outside masked out (so that NaN
+//     and inf behave as in PyTorch, which skips them); w * g in vector form, then a scalar
+//     scatter into inputGrad in the block's point order;
+// (C) RunBlock: gridGrad = d(index)/d(grid) * the sums.
+// The slab tasks prepare a block, prefetch its corners, then run the block before it: the
+// corner lines (random within a few voxels of a noisy grid) arrive while that block runs.
 // The caller checks OffsetsFit for both geometries.
 template <typename T, Padding P, bool kGridGrad, typename S = ComputeType<T>>
-HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const PointBlock& points) {
-    using Offset = typename BlockCells<S>::Offset;
+HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, PreparedBlock<S>& out) {
     const hn::ScalableTag<S> d;
     const int lanes = static_cast<int>(hn::Lanes(d));
     const BackwardArgs& a = pb.args;
     const int count = points.count;
     const int padded = (count + lanes - 1) / lanes * lanes;
     const bool align = a.options.align_corners;
-    HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock], mx[kBlock], my[kBlock], mz[kBlock];
-    HWY_ALIGN S g[kBlock], v[8][kBlock], wg[8][kBlock], gix[kBlock], giy[kBlock], giz[kBlock];
-    HWY_ALIGN Offset acc_base[kBlock], in_base_storage[kBlock];
-    BlockCells<S> cells;
-
-    // (A)
+    HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock];
     const int64_t cs = a.grid.stride[4];
     for (int i = 0; i < count; ++i) {
         const T* gp = pb.grid + points.grid[i];
         coord[0][i] = ToCompute(gp[0]);
         coord[1][i] = ToCompute(gp[cs]);
         coord[2][i] = ToCompute(gp[2 * cs]);
+        out.grad_output[i] = points.grad_output[i];
+        out.grid_grad[i] = points.grid_grad[i];
     }
     for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
-    BlockSourceIndices<S, P, true>(coord[0], padded, a.input.size[4], align, ix, mx);
-    BlockSourceIndices<S, P, true>(coord[1], padded, a.input.size[3], align, iy, my);
-    BlockSourceIndices<S, P, true>(coord[2], padded, a.input.size[2], align, iz, mz);
+    BlockSourceIndices<S, P, true>(coord[0], padded, a.input.size[4], align, ix, out.mx);
+    BlockSourceIndices<S, P, true>(coord[1], padded, a.input.size[3], align, iy, out.my);
+    BlockSourceIndices<S, P, true>(coord[2], padded, a.input.size[2], align, iz, out.mz);
     for (int i = count; i < padded; ++i) ix[i] = iy[i] = iz[i] = -4;  // lanes past the end: outside, never stored
-    const TrilinearGeometry& geo = pb.acc_geometry;
-    cells.Compute(ix, iy, iz, padded, count, geo);
-    cells.Bases(geo.stride, acc_base);
-    const Offset* in_base = acc_base;
-    if (kGridGrad && !pb.same_geometry) {
-        cells.Bases(pb.in_geometry.stride, in_base_storage);
-        in_base = in_base_storage;
-    }
+    out.cells.Compute(ix, iy, iz, padded, count, pb.acc_geometry);
+    out.cells.Bases(pb.acc_geometry.stride, out.acc_base);
+    if (kGridGrad && !pb.same_geometry) out.cells.Bases(pb.in_geometry.stride, out.in_base);
+}
+
+// Prefetches the first channel's corner lines of a prepared block (a block with corners
+// outside is left alone: its offsets are not all addresses in the volume).
+template <typename T, bool kGridGrad, typename S = ComputeType<T>>
+HWY_INLINE void PrefetchBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
+    if (!block.cells.all_inside || pb.channels == 0) return;
+    const S* acc_n = pb.acc + n * pb.acc_stride[0];
+    const T* in_n = pb.in + n * pb.args.input.stride[0];
+    const auto* in_base = pb.same_geometry ? block.acc_base : block.in_base;
+    const int64_t* acc_delta = pb.acc_geometry.corner_delta;
+    const int64_t* in_delta = pb.in_geometry.corner_delta;
+    for (int i = 0; i < block.cells.count; ++i)
+        for (int k = 0; k < 8; k += 2) {  // corners k and k + 1 differ in x only: mostly one line
+            __builtin_prefetch(acc_n + block.acc_base[i] + acc_delta[k]);
+            if constexpr (kGridGrad) __builtin_prefetch(in_n + in_base[i] + in_delta[k]);
+        }
+}
+
+template <typename T, bool kGridGrad, typename S = ComputeType<T>>
+HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
+    const hn::ScalableTag<S> d;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const BackwardArgs& a = pb.args;
+    const BlockCells<S>& cells = block.cells;
+    const int count = cells.count, padded = cells.padded;
+    const auto* acc_base = block.acc_base;
+    const auto* in_base = pb.same_geometry ? block.acc_base : block.in_base;
+    HWY_ALIGN S g[kBlock], v[8][kBlock], wg[8][kBlock], gix[kBlock], giy[kBlock], giz[kBlock];
     const auto zero = hn::Zero(d);
     for (int i = 0; i < padded; i += lanes) {
         hn::Store(zero, d, gix + i), hn::Store(zero, d, giy + i), hn::Store(zero, d, giz + i);
@@ -322,10 +355,10 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const PointBloc
             }
         }
     };
-    const int64_t* acc_delta = geo.corner_delta;
+    const int64_t* acc_delta = pb.acc_geometry.corner_delta;
     for (int64_t c = 0; c < pb.channels; ++c) {
         const T* gout_c = pb.gout + c * a.grad_output.stride[1];
-        for (int i = 0; i < count; ++i) g[i] = ToCompute(gout_c[points.grad_output[i]]);
+        for (int i = 0; i < count; ++i) g[i] = ToCompute(gout_c[block.grad_output[i]]);
         for (int i = count; i < padded; ++i) g[i] = 0;
         if constexpr (kGridGrad) cells.LoadCorners(in_n + c * a.input.stride[1], in_base, pb.in_geometry.corner_delta, v);
         S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
@@ -347,11 +380,105 @@ HWY_NOINLINE void BilinearBlock(const Problem<T>& pb, int64_t n, const PointBloc
     if constexpr (kGridGrad) {
         const int64_t ggs = a.grid_grad.stride[4];
         for (int i = 0; i < count; ++i) {
-            T* gg = pb.ggrid + points.grid_grad[i];
-            gg[0] = FromCompute<T>(mx[i] * gix[i]);
-            gg[ggs] = FromCompute<T>(my[i] * giy[i]);
-            gg[2 * ggs] = FromCompute<T>(mz[i] * giz[i]);
+            T* gg = pb.ggrid + block.grid_grad[i];
+            gg[0] = FromCompute<T>(block.mx[i] * gix[i]);
+            gg[ggs] = FromCompute<T>(block.my[i] * giy[i]);
+            gg[2 * ggs] = FromCompute<T>(block.mz[i] * giz[i]);
         }
+    }
+}
+
+// A prepared block with channels last (input, gradOutput and the accumulator have channel
+// stride 1): per point, the channels in vectors of D (lanes <= C), the rest one by one. The
+// eight corners' scatter, and the grid gradient's terms in PyTorch's expressions summed in
+// lanes and reduced once per point (an order fixed by the SIMD target and the shape).
+template <class D, typename T, bool kGridGrad, typename S = ComputeType<T>>
+HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
+    const BackwardArgs& a = pb.args;
+    const BlockCells<S>& cells = block.cells;
+    const int64_t channels = pb.channels, lanes = static_cast<int64_t>(hn::Lanes(d));
+    const int64_t vector_end = channels / lanes * lanes;
+    // With C = 0 the input and the accumulator have no data to offset (gridGrad, zero, is
+    // still written).
+    const T* in_n = channels ? pb.in + n * a.input.stride[0] : nullptr;
+    S* acc_n = channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
+    const auto* in_base = pb.same_geometry ? block.acc_base : block.in_base;
+    const int64_t* acc_delta = pb.acc_geometry.corner_delta;
+    const int64_t* in_delta = pb.in_geometry.corner_delta;
+    const int64_t ggs = a.grid_grad.stride[4];
+    for (int i = 0; i < cells.count; ++i) {
+        const T* gout_p = pb.gout + block.grad_output[i];
+        const S wx[2] = {cells.wx[0][i], cells.wx[1][i]}, wy[2] = {cells.wy[0][i], cells.wy[1][i]},
+                wz[2] = {cells.wz[0][i], cells.wz[1][i]};
+        bool inside[8];
+        S* acc_k[8];
+        const T* in_k[8];
+        for (int k = 0; k < 8; ++k) {
+            inside[k] = cells.all_inside || cells.inside[k][i] != 0;
+            // Offsets of corners outside are not addresses in the volume: not formed.
+            acc_k[k] = inside[k] && channels ? acc_n + block.acc_base[i] + acc_delta[k] : nullptr;
+            in_k[k] = inside[k] && channels ? in_n + in_base[i] + in_delta[k] : nullptr;
+        }
+        auto gx = hn::Zero(d), gy = hn::Zero(d), gz = hn::Zero(d);
+        for (int64_t c = 0; c < vector_end; c += lanes) {
+            const auto g = hn::LoadU(d, gout_p + c);
+            for (int k = 0; k < 8; ++k) {
+                if (!inside[k]) continue;
+                hn::StoreU(hn::Add(hn::LoadU(d, acc_k[k] + c), hn::Mul(hn::Set(d, cells.weight[k][i]), g)), d, acc_k[k] + c);
+                if constexpr (kGridGrad) {
+                    const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
+                    const auto v = hn::LoadU(d, in_k[k] + c);
+                    const auto tx = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wy[ky])), hn::Set(d, wz[kz])), g);
+                    const auto ty = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wx[kx])), hn::Set(d, wz[kz])), g);
+                    const auto tz = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wx[kx])), hn::Set(d, wy[ky])), g);
+                    gx = kx ? hn::Add(gx, tx) : hn::Sub(gx, tx);
+                    gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
+                    gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
+                }
+            }
+        }
+        S gix = hn::GetLane(hn::SumOfLanes(d, gx)), giy = hn::GetLane(hn::SumOfLanes(d, gy)),
+          giz = hn::GetLane(hn::SumOfLanes(d, gz));
+        for (int64_t c = vector_end; c < channels; ++c) {
+            const S g = gout_p[c];
+            for (int k = 0; k < 8; ++k) {
+                if (!inside[k]) continue;
+                acc_k[k][c] += cells.weight[k][i] * g;
+                if constexpr (kGridGrad) {
+                    const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
+                    const S v = in_k[k][c];
+                    const S tx = v * wy[ky] * wz[kz] * g, ty = v * wx[kx] * wz[kz] * g, tz = v * wx[kx] * wy[ky] * g;
+                    gix = kx ? gix + tx : gix - tx;
+                    giy = ky ? giy + ty : giy - ty;
+                    giz = kz ? giz + tz : giz - tz;
+                }
+            }
+        }
+        if constexpr (kGridGrad) {
+            T* gg = pb.ggrid + block.grid_grad[i];
+            gg[0] = FromCompute<T>(block.mx[i] * gix);
+            gg[ggs] = FromCompute<T>(block.my[i] * giy);
+            gg[2 * ggs] = FromCompute<T>(block.mz[i] * giz);
+        }
+    }
+}
+
+// Runs a prepared block: channels in vectors (channels last; the widest vector that the
+// channel count fills), or points in vectors (RunBlock).
+template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
+HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
+    if constexpr (kUnitChannels && std::is_same_v<T, S>) {
+        const hn::ScalableTag<S> full;
+        const hn::CappedTag<S, 8> eight;
+        const hn::CappedTag<S, 4> four;
+        if (pb.channels >= static_cast<int64_t>(hn::Lanes(full)))
+            RunBlockChannelsLast<decltype(full), T, kGridGrad>(full, pb, n, block);
+        else if (pb.channels >= static_cast<int64_t>(hn::Lanes(eight)))
+            RunBlockChannelsLast<decltype(eight), T, kGridGrad>(eight, pb, n, block);
+        else
+            RunBlockChannelsLast<decltype(four), T, kGridGrad>(four, pb, n, block);
+    } else {
+        RunBlock<T, kGridGrad>(pb, n, block);
     }
 }
 
@@ -371,10 +498,11 @@ HWY_INLINE uint16_t SlabKey(const Problem<T>& pb, const FastDivider32& by_slab_d
 }
 
 // inputGrad (and gridGrad, kGridGrad) by slabs:
-// - keys: every point's slab, and each grid row's smallest and largest key;
+// - keys: every point's slab; each grid row's points sorted by key (a stable counting sort
+//   within the row), with the row's smallest and largest key;
 // - phase 0: the even slabs in parallel, phase 1 the odd ones. A slab's task zero-fills its
-//   slab and the next (phase 0), then visits the rows whose key range holds its slab and
-//   processes their points of its slab in grid order.
+//   slab and the next (phase 0), then takes, from each row whose key range holds its slab,
+//   the run of that row's points with its key, in grid order.
 // Every element thus sums its contributions in a fixed order: the points of the slab before
 // it, then those of its own, each in grid order; whatever the thread count.
 template <typename T, Interpolation I, Padding P, bool kGridGrad, bool kUnitChannels>
@@ -388,6 +516,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
     for (int64_t task = 0; task < pb.batch * rows; ++task) {
         const int64_t n = task / rows, row = task % rows, d = row / pb.out_h, h = row % pb.out_h;
         uint16_t* keys = ws.keys + task * pb.out_w;
+        uint32_t* order = ws.order + task * pb.out_w;
         uint16_t lowest = UINT16_MAX, highest = 0;
         for (int64_t w = 0; w < pb.out_w; ++w) {
             const uint16_t key = SlabKey<T, I, P>(pb, by_slab_depth, pb.GridPoint(n, d, h, w));
@@ -397,10 +526,21 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
         }
         ws.row_lowest[task] = lowest;
         ws.row_highest[task] = highest;
+        if (lowest == highest) {  // one slab (the common case): grid order is key order
+            for (int64_t w = 0; w < pb.out_w; ++w) order[w] = static_cast<uint32_t>(w);
+            continue;
+        }
+        uint32_t start[kMaxSlabs + 1] = {};
+        for (int64_t w = 0; w < pb.out_w; ++w) ++start[keys[w] + 1];
+        for (int k = lowest + 1; k <= highest; ++k) start[k] += start[k - 1];
+        for (int64_t w = 0; w < pb.out_w; ++w) order[start[keys[w]]++] = static_cast<uint32_t>(w);
+        // keys[] becomes the sorted keys: after the pass start[k] is the end of key k's run.
+        uint32_t position = 0;
+        for (int k = lowest; k <= highest; ++k)
+            for (; position < start[k]; ++position) keys[position] = static_cast<uint16_t>(k);
     }
 
-    const bool blocks = I == Interpolation::kBilinear && !kUnitChannels && OffsetsFit<S>(pb.acc_geometry) &&
-                        OffsetsFit<S>(pb.in_geometry);
+    const bool blocks = I == Interpolation::kBilinear && OffsetsFit<S>(pb.acc_geometry) && OffsetsFit<S>(pb.in_geometry);
     const int64_t vol_d = a.input.size[2], vol_h = a.input.size[3], vol_w = a.input.size[4];
     const int64_t slab_tasks = (slabs + 1) / 2;
     for (int phase = 0; phase < 2; ++phase) {
@@ -419,35 +559,47 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                         }
             }
             PointBlock block;
+            PreparedBlock<S> prepared[2];
+            int pending = -1;  // the prepared block not run yet
+            auto submit = [&] {
+                const int slot = pending == 0 ? 1 : 0;
+                PrepareBlock<T, P, kGridGrad>(pb, block, prepared[slot]);
+                PrefetchBlock<T, kGridGrad>(pb, n, prepared[slot]);
+                if (pending >= 0) RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb, n, prepared[pending]);
+                pending = slot;
+                block.count = 0;
+            };
             for (int64_t row = 0; row < rows; ++row) {
                 const int64_t r = n * rows + row;
                 if (ws.row_lowest[r] > slab || ws.row_highest[r] < slab) continue;
                 const int64_t d = row / pb.out_h, h = row % pb.out_h;
                 const uint16_t* keys = ws.keys + r * pb.out_w;
-                if constexpr (I == Interpolation::kBilinear && !kUnitChannels) {
+                const uint32_t* order = ws.order + r * pb.out_w;
+                const auto key = static_cast<uint16_t>(slab);
+                const int64_t begin = std::lower_bound(keys, keys + pb.out_w, key) - keys;
+                const int64_t end = std::upper_bound(keys + begin, keys + pb.out_w, key) - keys;
+                if constexpr (I == Interpolation::kBilinear) {
                     if (blocks) {
                         const int64_t grid_row = n * a.grid.stride[0] + d * a.grid.stride[1] + h * a.grid.stride[2];
                         const int64_t gout_row =
                             n * a.grad_output.stride[0] + d * a.grad_output.stride[2] + h * a.grad_output.stride[3];
                         const int64_t ggrid_row =
                             n * a.grid_grad.stride[0] + d * a.grid_grad.stride[1] + h * a.grid_grad.stride[2];
-                        for (int64_t w = 0; w < pb.out_w; ++w) {
-                            if (keys[w] != slab) continue;
+                        for (int64_t i = begin; i < end; ++i) {
+                            const int64_t w = order[i];
                             block.grid[block.count] = grid_row + w * a.grid.stride[3];
                             block.grad_output[block.count] = gout_row + w * a.grad_output.stride[4];
                             block.grid_grad[block.count] = ggrid_row + w * a.grid_grad.stride[3];
-                            if (++block.count == kBlock) {
-                                BilinearBlock<T, P, kGridGrad>(pb, n, block);
-                                block.count = 0;
-                            }
+                            if (++block.count == kBlock) submit();
                         }
                         continue;
                     }
                 }
-                for (int64_t w = 0; w < pb.out_w; ++w)
-                    if (keys[w] == slab) BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, w);
+                for (int64_t i = begin; i < end; ++i)
+                    BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, order[i]);
             }
-            if (block.count) BilinearBlock<T, P, kGridGrad>(pb, n, block);
+            if (block.count) submit();
+            if (pending >= 0) RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb, n, prepared[pending]);
         }
     }
 }
