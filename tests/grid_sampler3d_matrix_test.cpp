@@ -91,7 +91,7 @@ TEST_P(GridSamplerMatrix, ForwardAndBackwardMatchReference) {
 
 // Wider channels (the channel-vector path of NDHWC: full vectors and a scalar rest on every
 // SIMD target) and grids of several SIMD blocks and slabs, with points near and outside the
-// borders.
+// borders (the vector forms of the source index, floor and round against the reference).
 class GridSamplerWide : public ::testing::TestWithParam<MatrixParam> {};
 
 TEST_P(GridSamplerWide, ForwardAndBackwardMatchReference) {
@@ -118,8 +118,8 @@ INSTANTIATE_TEST_SUITE_P(
     ParamName);
 
 INSTANTIATE_TEST_SUITE_P(
-    Bilinear, GridSamplerWide,
-    ::testing::Combine(::testing::Values(0), ::testing::Values(0, 1, 2), ::testing::Bool(),
+    AllModes, GridSamplerWide,
+    ::testing::Combine(::testing::Values(0, 1), ::testing::Values(0, 1, 2), ::testing::Bool(),
                        ::testing::Values(ACL_FLOAT, ACL_FLOAT16, ACL_DOUBLE),
                        ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
                                          LayoutCase{true, Layout::kContiguous, 0},

@@ -482,19 +482,39 @@ HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, const Prepared
     }
 }
 
-// The slab key of a grid point: the slab of its first corner along D, clamped into the
-// volume (a point that touches no voxel may go to any slab; it writes only its gridGrad).
-// The same source index and floor as the point's processing, so its corners lie in the key's
-// slab and the next.
+// The slab keys of a grid row: each point's slab of its first corner along D (nearest: its
+// voxel), clamped into the volume (a point that touches no voxel may go to any slab; it
+// writes only its gridGrad). The source index comes from the same vector code as the
+// blocks', and the floor (nearest: round half to even) is FloorIndex's (NearestIndex's), so
+// the corners of a point lie in its key's slab and the next.
 template <typename T, Interpolation I, Padding P>
-HWY_INLINE uint16_t SlabKey(const Problem<T>& pb, const FastDivider32& by_slab_depth, const T* grid_point) {
+HWY_INLINE void RowKeys(const Problem<T>& pb, const FastDivider32& by_slab_depth, int64_t n, int64_t d, int64_t h,
+                        uint16_t* HWY_RESTRICT keys) {
     using S = ComputeType<T>;
-    const int64_t depth = pb.args.input.size[2];
-    S unused;
-    const S iz = SourceIndexWithDerivative<S, P>(ToCompute(grid_point[2 * pb.args.grid.stride[4]]), depth,
-                                                 pb.args.options.align_corners, &unused);
-    const int64_t z = I == Interpolation::kNearest ? NearestIndex(iz, depth) : FloorIndex(iz, depth);
-    return static_cast<uint16_t>(by_slab_depth.Divide(static_cast<uint32_t>(std::clamp<int64_t>(z, 0, depth - 1))));
+    const hn::ScalableTag<S> dv;
+    const int lanes = static_cast<int>(hn::Lanes(dv));
+    const int64_t depth = pb.args.input.size[2], cs = pb.args.grid.stride[4];
+    const auto low = hn::Set(dv, S(-1)), high = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv),
+               last = hn::Set(dv, static_cast<S>(depth - 1));
+    HWY_ALIGN S coord[kBlock], iz[kBlock], unused[kBlock];
+    for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
+        const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
+        const int padded = (count + lanes - 1) / lanes * lanes;
+        const T* g = pb.GridPoint(n, d, h, w0) + 2 * cs;
+        const int64_t gs = pb.args.grid.stride[3];
+        for (int i = 0; i < count; ++i) coord[i] = ToCompute(g[i * gs]);
+        for (int i = count; i < padded; ++i) coord[i] = 0;
+        BlockSourceIndices<S, P, true>(coord, padded, depth, pb.args.options.align_corners, iz, unused);
+        for (int i = 0; i < padded; i += lanes) {
+            const auto v = hn::Load(dv, iz + i);
+            const auto z = I == Interpolation::kNearest ? hn::Round(v) : hn::Floor(v);
+            // Outside [-1, depth], NaN and inf: slab 0; then clamped to [0, depth - 1].
+            const auto valid = hn::And(hn::Ge(v, low), hn::Le(v, high));
+            hn::Store(hn::Min(hn::Max(hn::IfThenElseZero(valid, z), zero), last), dv, iz + i);
+        }
+        for (int i = 0; i < count; ++i)
+            keys[w0 + i] = static_cast<uint16_t>(by_slab_depth.Divide(static_cast<uint32_t>(iz[i])));
+    }
 }
 
 // inputGrad (and gridGrad, kGridGrad) by slabs:
@@ -518,11 +538,10 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
         uint16_t* keys = ws.keys + task * pb.out_w;
         uint32_t* order = ws.order + task * pb.out_w;
         uint16_t lowest = UINT16_MAX, highest = 0;
+        RowKeys<T, I, P>(pb, by_slab_depth, n, d, h, keys);
         for (int64_t w = 0; w < pb.out_w; ++w) {
-            const uint16_t key = SlabKey<T, I, P>(pb, by_slab_depth, pb.GridPoint(n, d, h, w));
-            keys[w] = key;
-            lowest = std::min(lowest, key);
-            highest = std::max(highest, key);
+            lowest = std::min(lowest, keys[w]);
+            highest = std::max(highest, keys[w]);
         }
         ws.row_lowest[task] = lowest;
         ws.row_highest[task] = highest;

@@ -131,6 +131,72 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     }
 }
 
+// A row segment of up to kBlock nearest points, vectorised across points: source indices
+// with SIMD, the voxel by round half to even (NearestIndex), then per channel the voxel's
+// value gathered, or 0 outside.
+template <typename T, Padding P, typename S = ComputeType<T>>
+HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, const T* grid_row, T* out_row,
+                                      int64_t w_begin, int count, const TrilinearGeometry& geometry) {
+    using Offset = typename BlockCells<S>::Offset;
+    const hn::ScalableTag<S> d;
+    const hn::RebindToSigned<decltype(d)> di;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const int padded = (count + lanes - 1) / lanes * lanes;
+    const View5& in = args.input;
+    const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
+    const bool align = args.options.align_corners;
+    HWY_ALIGN S coord[3][kBlock], index[3][kBlock], inside[kBlock], value[kBlock];
+    HWY_ALIGN Offset offset[kBlock];
+    for (int i = 0; i < count; ++i) {
+        const T* g = grid_row + (w_begin + i) * gs;
+        coord[0][i] = ToCompute(g[0]);
+        coord[1][i] = ToCompute(g[cs]);
+        coord[2][i] = ToCompute(g[2 * cs]);
+    }
+    for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+    const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};  // x, y, z
+    for (int axis = 0; axis < 3; ++axis)
+        BlockSourceIndices<S, P, false>(coord[axis], padded, sizes[axis], align, index[axis], nullptr);
+    const auto zero = hn::Zero(d), one = hn::Set(d, S(1)), neg_one = hn::Set(d, S(-1));
+    bool all_inside = true;
+    for (int i = 0; i < padded; i += lanes) {
+        auto in_volume = hn::FirstN(d, static_cast<size_t>(count - i));  // lanes past count: outside
+        auto voxel = hn::Zero(di);
+        const int64_t strides[3] = {geometry.stride[2], geometry.stride[1], geometry.stride[0]};
+        for (int axis = 0; axis < 3; ++axis) {
+            const auto v = hn::Load(d, index[axis] + i), size = hn::Set(d, static_cast<S>(sizes[axis]));
+            const auto r = hn::Round(v);
+            in_volume = hn::And(in_volume, hn::And(hn::And(hn::Ge(v, neg_one), hn::Le(v, size)),
+                                                   hn::And(hn::Ge(r, zero), hn::Lt(r, size))));
+            // Rounded indices of points outside may be far off: zeroed before the int conversion.
+            const auto ri = hn::ConvertTo(di, hn::IfThenElseZero(in_volume, r));
+            voxel = hn::Add(voxel, hn::Mul(ri, hn::Set(di, static_cast<Offset>(strides[axis]))));
+        }
+        hn::Store(hn::IfThenElseZero(hn::RebindMask(di, in_volume), voxel), di, offset + i);
+        hn::Store(hn::IfThenElseZero(in_volume, one), d, inside + i);
+        all_inside = all_inside && hn::CountTrue(d, in_volume) == static_cast<size_t>(std::min(lanes, count - i));
+    }
+    const int64_t out_ws = args.out.stride[4];
+    for (int64_t c = 0; c < in.size[1]; ++c) {
+        const T* in_c = in_n + c * in.stride[1];
+        T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
+        if constexpr (std::is_same_v<T, S>) {
+            for (int i = 0; i < padded; i += lanes) {
+                auto v = hn::GatherIndex(d, in_c, hn::Load(di, offset + i));  // outside: element 0
+                if (!all_inside) v = hn::IfThenElseZero(hn::Ne(hn::Load(d, inside + i), zero), v);
+                if (out_ws == 1 && i + lanes <= count)
+                    hn::StoreU(v, d, out_c + i);
+                else
+                    hn::Store(v, d, value + i);
+            }
+            for (int i = out_ws == 1 ? count / lanes * lanes : 0; i < count; ++i) out_c[i * out_ws] = value[i];
+        } else {
+            for (int i = 0; i < count; ++i)
+                out_c[i * out_ws] = FromCompute<T>(inside[i] != 0 ? ToCompute(in_c[offset[i]]) : S(0));
+        }
+    }
+}
+
 template <typename T, Interpolation I, Padding P, bool kUnitChannels>
 void Forward(const ForwardArgs& args) {
     const View5& in = args.input;
@@ -153,11 +219,15 @@ void Forward(const ForwardArgs& args) {
         const T* in_n = in_data + n * in.stride[0];
         const T* g = grid_data + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2];
         T* out_row = out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3];
-        if constexpr (I == Interpolation::kBilinear && !kUnitChannels) {
+        if constexpr (!kUnitChannels) {
             if (simd_offsets) {
-                for (int64_t w = 0; w < out_w; w += kBlock)
-                    BilinearForwardBlock<T, P>(args, in_n, g, out_row, w,
-                                               static_cast<int>(std::min<int64_t>(kBlock, out_w - w)), geometry);
+                for (int64_t w = 0; w < out_w; w += kBlock) {
+                    const int count = static_cast<int>(std::min<int64_t>(kBlock, out_w - w));
+                    if constexpr (I == Interpolation::kBilinear)
+                        BilinearForwardBlock<T, P>(args, in_n, g, out_row, w, count, geometry);
+                    else
+                        NearestForwardBlock<T, P>(args, in_n, g, out_row, w, count, geometry);
+                }
                 continue;
             }
         }
