@@ -1,6 +1,7 @@
 // A tiny driver that runs one op many times on the registration-like workload, for perf and
 // callgrind (the Python benchmark is the measurement; this is for looking inside).
 // Usage: profile_driver forward|backward S [C] [dtype fp32|fp16|bf16] [repeats] [noise] [mask 11|10|01]
+//                       [mode 0 bilinear|1 nearest] [padding 0 zeros|1 border|2 reflection]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
     const int repeats = argc > 5 ? std::atoi(argv[5]) : 5;
     const float noise_sigma = argc > 6 ? std::atof(argv[6]) : 0.05f;
     const std::string mask_text = argc > 7 ? argv[7] : "11";
+    const int64_t mode = argc > 8 ? std::atoll(argv[8]) : 0, padding = argc > 9 ? std::atoll(argv[9]) : 0;
     bool mask_values[2] = {mask_text[0] == '1', mask_text[1] == '1'};
     aclBoolArray* mask = aclCreateBoolArray(mask_values, 2);
     const aclDataType type = type_name == "fp16" ? ACL_FLOAT16 : type_name == "bf16" ? ACL_BF16 : ACL_FLOAT;
@@ -70,11 +72,11 @@ int main(int argc, char** argv) {
         aclnnStatus st;
         std::vector<char> ws;
         if (op == "forward") {
-            st = aclnnGridSampler3DGetWorkspaceSize(ti, tg, 0, 0, false, to, &size, &ex);
+            st = aclnnGridSampler3DGetWorkspaceSize(ti, tg, mode, padding, false, to, &size, &ex);
             ws.resize(size);
             if (st == 0) st = aclnnGridSampler3D(ws.data(), size, ex, stream);
         } else {
-            st = aclnnGridSampler3DBackwardGetWorkspaceSize(tgo, ti, tg, 0, 0, false, mask, tig, tgg, &size, &ex);
+            st = aclnnGridSampler3DBackwardGetWorkspaceSize(tgo, ti, tg, mode, padding, false, mask, tig, tgg, &size, &ex);
             ws.resize(size);
             if (st == 0) st = aclnnGridSampler3DBackward(ws.data(), size, ex, stream);
         }

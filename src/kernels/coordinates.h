@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "kernels/sampler_options.h"
 
@@ -51,12 +52,15 @@ GS3D_INLINE S ClipWithDerivative(S in, int64_t size, S* derivative) {
 }
 
 // Whether floor(in / span) is odd, without an int cast that NaN or huge values would make
-// undefined. NaN and inf count as even, as PyTorch's cast gives on x86-64.
+// undefined. NaN and inf count as even, as PyTorch's cast gives on x86-64. Every float at or
+// above 2^digits (2^24, 2^53) is an even integer; below, the int cast is exact and cheaper
+// than fmod(flips, 2).
 template <typename S>
 GS3D_INLINE bool OddFlips(S in, S span) {
-    S flips = std::floor(in / span);
-    if (!std::isfinite(flips)) return false;
-    return std::fmod(flips, static_cast<S>(2)) != 0;
+    const S flips = std::floor(in / span);
+    constexpr S kAllEven = static_cast<S>(int64_t{1} << std::numeric_limits<S>::digits);
+    if (!(std::fabs(flips) < kAllEven)) return false;  // also NaN and inf
+    return (static_cast<int64_t>(flips) & 1) != 0;
 }
 
 // Reflects `in` into [twice_low / 2, twice_high / 2]; the derivative is +-1.

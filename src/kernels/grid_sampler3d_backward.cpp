@@ -482,6 +482,46 @@ HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, const Prepared
     }
 }
 
+// A block of nearest points: source indices with SIMD (with the backward clip, as PyTorch's
+// backward), each point's voxel, then per channel a scalar scatter of gradOutput into the
+// voxels, in the block's point order. gridGrad is 0: the sample is piecewise constant.
+template <typename T, Padding P, bool kGridGrad, typename S = ComputeType<T>>
+HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock& points) {
+    const hn::ScalableTag<S> d;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const BackwardArgs& a = pb.args;
+    const int count = points.count;
+    const int padded = (count + lanes - 1) / lanes * lanes;
+    HWY_ALIGN S coord[3][kBlock], index[3][kBlock], unused[kBlock];
+    const int64_t cs = a.grid.stride[4];
+    for (int i = 0; i < count; ++i) {
+        const T* gp = pb.grid + points.grid[i];
+        for (int axis = 0; axis < 3; ++axis) coord[axis][i] = ToCompute(gp[axis * cs]);
+    }
+    for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+    const int64_t sizes[3] = {a.input.size[4], a.input.size[3], a.input.size[2]};  // x, y, z
+    for (int axis = 0; axis < 3; ++axis)
+        BlockSourceIndices<S, P, true>(coord[axis], padded, sizes[axis], a.options.align_corners, index[axis], unused);
+    const S* const indices[3] = {index[0], index[1], index[2]};
+    BlockVoxels<S> voxels;
+    voxels.Compute(indices, padded, count, pb.acc_geometry);
+    // With C = 0 the accumulator has no data to offset.
+    S* acc_n = pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
+    for (int64_t c = 0; c < pb.channels; ++c) {
+        const T* gout_c = pb.gout + c * a.grad_output.stride[1];
+        S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
+        for (int i = 0; i < count; ++i)
+            if (voxels.inside[i] != 0) acc_c[voxels.offset[i]] += ToCompute(gout_c[points.grad_output[i]]);
+    }
+    if constexpr (kGridGrad) {
+        const int64_t ggs = a.grid_grad.stride[4];
+        for (int i = 0; i < count; ++i) {
+            T* gg = pb.ggrid + points.grid_grad[i];
+            gg[0] = gg[ggs] = gg[2 * ggs] = FromCompute<T>(S(0));
+        }
+    }
+}
+
 // The slab keys of a grid row: each point's slab of its first corner along D (nearest: its
 // voxel), clamped into the volume (a point that touches no voxel may go to any slab; it
 // writes only its gridGrad). The source index comes from the same vector code as the
@@ -559,7 +599,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
             for (; position < start[k]; ++position) keys[position] = static_cast<uint16_t>(k);
     }
 
-    const bool blocks = I == Interpolation::kBilinear && OffsetsFit<S>(pb.acc_geometry) && OffsetsFit<S>(pb.in_geometry);
+    const bool blocks = OffsetsFit<S>(pb.acc_geometry) && OffsetsFit<S>(pb.in_geometry);
     const int64_t vol_d = a.input.size[2], vol_h = a.input.size[3], vol_w = a.input.size[4];
     const int64_t slab_tasks = (slabs + 1) / 2;
     for (int phase = 0; phase < 2; ++phase) {
@@ -581,11 +621,15 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
             PreparedBlock<S> prepared[2];
             int pending = -1;  // the prepared block not run yet
             auto submit = [&] {
-                const int slot = pending == 0 ? 1 : 0;
-                PrepareBlock<T, P, kGridGrad>(pb, block, prepared[slot]);
-                PrefetchBlock<T, kGridGrad>(pb, n, prepared[slot]);
-                if (pending >= 0) RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb, n, prepared[pending]);
-                pending = slot;
+                if constexpr (I == Interpolation::kNearest) {
+                    NearestBlock<T, P, kGridGrad>(pb, n, block);
+                } else {
+                    const int slot = pending == 0 ? 1 : 0;
+                    PrepareBlock<T, P, kGridGrad>(pb, block, prepared[slot]);
+                    PrefetchBlock<T, kGridGrad>(pb, n, prepared[slot]);
+                    if (pending >= 0) RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb, n, prepared[pending]);
+                    pending = slot;
+                }
                 block.count = 0;
             };
             for (int64_t row = 0; row < rows; ++row) {
@@ -597,22 +641,20 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                 const auto key = static_cast<uint16_t>(slab);
                 const int64_t begin = std::lower_bound(keys, keys + pb.out_w, key) - keys;
                 const int64_t end = std::upper_bound(keys + begin, keys + pb.out_w, key) - keys;
-                if constexpr (I == Interpolation::kBilinear) {
-                    if (blocks) {
-                        const int64_t grid_row = n * a.grid.stride[0] + d * a.grid.stride[1] + h * a.grid.stride[2];
-                        const int64_t gout_row =
-                            n * a.grad_output.stride[0] + d * a.grad_output.stride[2] + h * a.grad_output.stride[3];
-                        const int64_t ggrid_row =
-                            n * a.grid_grad.stride[0] + d * a.grid_grad.stride[1] + h * a.grid_grad.stride[2];
-                        for (int64_t i = begin; i < end; ++i) {
-                            const int64_t w = order[i];
-                            block.grid[block.count] = grid_row + w * a.grid.stride[3];
-                            block.grad_output[block.count] = gout_row + w * a.grad_output.stride[4];
-                            block.grid_grad[block.count] = ggrid_row + w * a.grid_grad.stride[3];
-                            if (++block.count == kBlock) submit();
-                        }
-                        continue;
+                if (blocks) {
+                    const int64_t grid_row = n * a.grid.stride[0] + d * a.grid.stride[1] + h * a.grid.stride[2];
+                    const int64_t gout_row =
+                        n * a.grad_output.stride[0] + d * a.grad_output.stride[2] + h * a.grad_output.stride[3];
+                    const int64_t ggrid_row =
+                        n * a.grid_grad.stride[0] + d * a.grid_grad.stride[1] + h * a.grid_grad.stride[2];
+                    for (int64_t i = begin; i < end; ++i) {
+                        const int64_t w = order[i];
+                        block.grid[block.count] = grid_row + w * a.grid.stride[3];
+                        block.grad_output[block.count] = gout_row + w * a.grad_output.stride[4];
+                        block.grid_grad[block.count] = ggrid_row + w * a.grid_grad.stride[3];
+                        if (++block.count == kBlock) submit();
                     }
+                    continue;
                 }
                 for (int64_t i = begin; i < end; ++i)
                     BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, order[i]);

@@ -137,7 +137,6 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
 template <typename T, Padding P, typename S = ComputeType<T>>
 HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, const T* grid_row, T* out_row,
                                       int64_t w_begin, int count, const TrilinearGeometry& geometry) {
-    using Offset = typename BlockCells<S>::Offset;
     const hn::ScalableTag<S> d;
     const hn::RebindToSigned<decltype(d)> di;
     const int lanes = static_cast<int>(hn::Lanes(d));
@@ -145,8 +144,7 @@ HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, co
     const View5& in = args.input;
     const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
     const bool align = args.options.align_corners;
-    HWY_ALIGN S coord[3][kBlock], index[3][kBlock], inside[kBlock], value[kBlock];
-    HWY_ALIGN Offset offset[kBlock];
+    HWY_ALIGN S coord[3][kBlock], index[3][kBlock], value[kBlock];
     for (int i = 0; i < count; ++i) {
         const T* g = grid_row + (w_begin + i) * gs;
         coord[0][i] = ToCompute(g[0]);
@@ -157,33 +155,18 @@ HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, co
     const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};  // x, y, z
     for (int axis = 0; axis < 3; ++axis)
         BlockSourceIndices<S, P, false>(coord[axis], padded, sizes[axis], align, index[axis], nullptr);
-    const auto zero = hn::Zero(d), one = hn::Set(d, S(1)), neg_one = hn::Set(d, S(-1));
-    bool all_inside = true;
-    for (int i = 0; i < padded; i += lanes) {
-        auto in_volume = hn::FirstN(d, static_cast<size_t>(count - i));  // lanes past count: outside
-        auto voxel = hn::Zero(di);
-        const int64_t strides[3] = {geometry.stride[2], geometry.stride[1], geometry.stride[0]};
-        for (int axis = 0; axis < 3; ++axis) {
-            const auto v = hn::Load(d, index[axis] + i), size = hn::Set(d, static_cast<S>(sizes[axis]));
-            const auto r = hn::Round(v);
-            in_volume = hn::And(in_volume, hn::And(hn::And(hn::Ge(v, neg_one), hn::Le(v, size)),
-                                                   hn::And(hn::Ge(r, zero), hn::Lt(r, size))));
-            // Rounded indices of points outside may be far off: zeroed before the int conversion.
-            const auto ri = hn::ConvertTo(di, hn::IfThenElseZero(in_volume, r));
-            voxel = hn::Add(voxel, hn::Mul(ri, hn::Set(di, static_cast<Offset>(strides[axis]))));
-        }
-        hn::Store(hn::IfThenElseZero(hn::RebindMask(di, in_volume), voxel), di, offset + i);
-        hn::Store(hn::IfThenElseZero(in_volume, one), d, inside + i);
-        all_inside = all_inside && hn::CountTrue(d, in_volume) == static_cast<size_t>(std::min(lanes, count - i));
-    }
+    const S* const indices[3] = {index[0], index[1], index[2]};
+    BlockVoxels<S> voxels;
+    voxels.Compute(indices, padded, count, geometry);
+    const auto zero = hn::Zero(d);
     const int64_t out_ws = args.out.stride[4];
     for (int64_t c = 0; c < in.size[1]; ++c) {
         const T* in_c = in_n + c * in.stride[1];
         T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
         if constexpr (std::is_same_v<T, S>) {
             for (int i = 0; i < padded; i += lanes) {
-                auto v = hn::GatherIndex(d, in_c, hn::Load(di, offset + i));  // outside: element 0
-                if (!all_inside) v = hn::IfThenElseZero(hn::Ne(hn::Load(d, inside + i), zero), v);
+                auto v = hn::GatherIndex(d, in_c, hn::Load(di, voxels.offset + i));  // outside: element 0
+                if (!voxels.all_inside) v = hn::IfThenElseZero(hn::Ne(hn::Load(d, voxels.inside + i), zero), v);
                 if (out_ws == 1 && i + lanes <= count)
                     hn::StoreU(v, d, out_c + i);
                 else
@@ -192,7 +175,7 @@ HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, co
             for (int i = out_ws == 1 ? count / lanes * lanes : 0; i < count; ++i) out_c[i * out_ws] = value[i];
         } else {
             for (int i = 0; i < count; ++i)
-                out_c[i * out_ws] = FromCompute<T>(inside[i] != 0 ? ToCompute(in_c[offset[i]]) : S(0));
+                out_c[i * out_ws] = FromCompute<T>(voxels.inside[i] != 0 ? ToCompute(in_c[voxels.offset[i]]) : S(0));
         }
     }
 }

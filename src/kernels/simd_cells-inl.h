@@ -190,6 +190,48 @@ struct BlockCells {
     }
 };
 
+// The nearest voxel of each point of a block (NearestIndex: round half to even; NaN, inf and
+// indices outside [-1, size] are outside): its offset (0 when outside) and whether inside.
+template <typename S>
+struct BlockVoxels {
+    using Offset = hwy::MakeSigned<S>;
+    HWY_ALIGN Offset offset[kBlock];
+    HWY_ALIGN S inside[kBlock];  // 1 or 0
+    bool all_inside = false;     // every one of the `count` points
+    int count = 0, padded = 0;
+
+    // index[axis]: source indices along x, y, z of `padded` points, `count` of them real.
+    HWY_INLINE void Compute(const S* const index[3], int padded_points, int points, const TrilinearGeometry& g) {
+        const hn::ScalableTag<S> d;
+        const int lanes = static_cast<int>(hn::Lanes(d));
+        count = points;
+        padded = padded_points;
+        const int64_t sizes[3] = {g.size[2], g.size[1], g.size[0]}, strides[3] = {g.stride[2], g.stride[1], g.stride[0]};
+        const auto zero = hn::Zero(d), one = hn::Set(d, S(1)), neg_one = hn::Set(d, S(-1));
+        HWY_ALIGN S rounded[3][kBlock];
+        bool all = true;
+        for (int i = 0; i < padded; i += lanes) {
+            auto in_volume = hn::FirstN(d, static_cast<size_t>(count > i ? count - i : 0));  // lanes past count: outside
+            for (int axis = 0; axis < 3; ++axis) {
+                const auto v = hn::Load(d, index[axis] + i), size = hn::Set(d, static_cast<S>(sizes[axis]));
+                const auto r = hn::Round(v);
+                in_volume = hn::And(in_volume, hn::And(hn::And(hn::Ge(v, neg_one), hn::Le(v, size)),
+                                                       hn::And(hn::Ge(r, zero), hn::Lt(r, size))));
+                hn::Store(r, d, rounded[axis] + i);
+            }
+            hn::Store(hn::IfThenElseZero(in_volume, one), d, inside + i);
+            all = all && hn::CountTrue(d, in_volume) == static_cast<size_t>(std::min(lanes, count - i));
+        }
+        all_inside = all;
+        for (int i = 0; i < padded; ++i) {  // offsets of the voxels inside only
+            Offset o = 0;
+            if (inside[i] != 0)
+                for (int axis = 0; axis < 3; ++axis) o += static_cast<Offset>(rounded[axis][i]) * static_cast<Offset>(strides[axis]);
+            offset[i] = o;
+        }
+    }
+};
+
 // Whether every first-corner offset of a volume (floors from -2 to size, plus the corner
 // deltas) fits BlockCells<S>::Offset.
 template <typename S>
