@@ -67,6 +67,7 @@ struct Problem {
     int64_t batch, channels, out_d, out_h, out_w, points;
     TrilinearGeometry in_geometry, acc_geometry;
     bool same_geometry;  // input and accumulator have the same (D, H, W) strides
+    int64_t in_last;     // the input's largest element offset
 
     Problem(const BackwardArgs& a, S* accumulator, const int64_t* accumulator_strides)
         : args(a),
@@ -86,7 +87,8 @@ struct Problem {
           in_geometry(a.input),
           acc_geometry(a.input_grad, accumulator_strides + 2),
           same_geometry(in_geometry.stride[0] == acc_geometry.stride[0] && in_geometry.stride[1] == acc_geometry.stride[1] &&
-                        in_geometry.stride[2] == acc_geometry.stride[2]) {}
+                        in_geometry.stride[2] == acc_geometry.stride[2]),
+          in_last(LastElementOffset(a.input)) {}
 
     const T* GridPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
         const View5& g = args.grid;
@@ -272,15 +274,9 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
     const bool align = a.options.align_corners;
     HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock];
     const int64_t cs = a.grid.stride[4];
-    for (int i = 0; i < count; ++i) {
-        const T* gp = pb.grid + points.grid[i];
-        coord[0][i] = ToCompute(gp[0]);
-        coord[1][i] = ToCompute(gp[cs]);
-        coord[2][i] = ToCompute(gp[2 * cs]);
-        out.grad_output[i] = points.grad_output[i];
-        out.grid_grad[i] = points.grid_grad[i];
-    }
-    for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+    LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, cs, count, padded, coord);
+    std::copy(points.grad_output, points.grad_output + count, out.grad_output);
+    std::copy(points.grid_grad, points.grid_grad + count, out.grid_grad);
     BlockSourceIndices<S, P, true>(coord[0], padded, a.input.size[4], align, ix, out.mx);
     BlockSourceIndices<S, P, true>(coord[1], padded, a.input.size[3], align, iy, out.my);
     BlockSourceIndices<S, P, true>(coord[2], padded, a.input.size[2], align, iz, out.mz);
@@ -358,9 +354,12 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<
     const int64_t* acc_delta = pb.acc_geometry.corner_delta;
     for (int64_t c = 0; c < pb.channels; ++c) {
         const T* gout_c = pb.gout + c * a.grad_output.stride[1];
-        for (int i = 0; i < count; ++i) g[i] = ToCompute(gout_c[block.grad_output[i]]);
+        for (int i = 0; i < count; ++i) g[i] = LoadElement(gout_c + block.grad_output[i]);
         for (int i = count; i < padded; ++i) g[i] = 0;
-        if constexpr (kGridGrad) cells.LoadCorners(in_n + c * a.input.stride[1], in_base, pb.in_geometry.corner_delta, v);
+        if constexpr (kGridGrad) {
+            const T* in_c = in_n + c * a.input.stride[1];
+            cells.LoadCorners(in_c, in_base, pb.in_geometry.corner_delta, pb.in_last - (in_c - pb.in), v);
+        }
         S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
         if (cells.all_inside) {
             channel_terms(std::true_type{});
@@ -381,9 +380,9 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<
         const int64_t ggs = a.grid_grad.stride[4];
         for (int i = 0; i < count; ++i) {
             T* gg = pb.ggrid + block.grid_grad[i];
-            gg[0] = FromCompute<T>(block.mx[i] * gix[i]);
-            gg[ggs] = FromCompute<T>(block.my[i] * giy[i]);
-            gg[2 * ggs] = FromCompute<T>(block.mz[i] * giz[i]);
+            StoreElement<T>(block.mx[i] * gix[i], gg);
+            StoreElement<T>(block.my[i] * giy[i], gg + ggs);
+            StoreElement<T>(block.mz[i] * giz[i], gg + 2 * ggs);
         }
     }
 }
@@ -484,8 +483,8 @@ HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, const Prepared
 
 // A block of nearest points: source indices with SIMD (with the backward clip, as PyTorch's
 // backward), each point's voxel, then per channel a scalar scatter of gradOutput into the
-// voxels, in the block's point order. gridGrad is 0: the sample is piecewise constant.
-template <typename T, Padding P, bool kGridGrad, typename S = ComputeType<T>>
+// voxels, in the block's point order. (gridGrad, 0, is written by SlabBackward in grid order.)
+template <typename T, Padding P, typename S = ComputeType<T>>
 HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock& points) {
     const hn::ScalableTag<S> d;
     const int lanes = static_cast<int>(hn::Lanes(d));
@@ -494,11 +493,7 @@ HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock
     const int padded = (count + lanes - 1) / lanes * lanes;
     HWY_ALIGN S coord[3][kBlock], index[3][kBlock], unused[kBlock];
     const int64_t cs = a.grid.stride[4];
-    for (int i = 0; i < count; ++i) {
-        const T* gp = pb.grid + points.grid[i];
-        for (int axis = 0; axis < 3; ++axis) coord[axis][i] = ToCompute(gp[axis * cs]);
-    }
-    for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+    LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, cs, count, padded, coord);
     const int64_t sizes[3] = {a.input.size[4], a.input.size[3], a.input.size[2]};  // x, y, z
     for (int axis = 0; axis < 3; ++axis)
         BlockSourceIndices<S, P, true>(coord[axis], padded, sizes[axis], a.options.align_corners, index[axis], unused);
@@ -511,14 +506,7 @@ HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock
         const T* gout_c = pb.gout + c * a.grad_output.stride[1];
         S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
         for (int i = 0; i < count; ++i)
-            if (voxels.inside[i] != 0) acc_c[voxels.offset[i]] += ToCompute(gout_c[points.grad_output[i]]);
-    }
-    if constexpr (kGridGrad) {
-        const int64_t ggs = a.grid_grad.stride[4];
-        for (int i = 0; i < count; ++i) {
-            T* gg = pb.ggrid + points.grid_grad[i];
-            gg[0] = gg[ggs] = gg[2 * ggs] = FromCompute<T>(S(0));
-        }
+            if (voxels.inside[i] != 0) acc_c[voxels.offset[i]] += LoadElement(gout_c + points.grad_output[i]);
     }
 }
 
@@ -542,7 +530,7 @@ HWY_INLINE void RowKeys(const Problem<T>& pb, const FastDivider32& by_slab_depth
         const int padded = (count + lanes - 1) / lanes * lanes;
         const T* g = pb.GridPoint(n, d, h, w0) + 2 * cs;
         const int64_t gs = pb.args.grid.stride[3];
-        for (int i = 0; i < count; ++i) coord[i] = ToCompute(g[i * gs]);
+        for (int i = 0; i < count; ++i) coord[i] = LoadElement(g + i * gs);
         for (int i = count; i < padded; ++i) coord[i] = 0;
         BlockSourceIndices<S, P, true>(coord, padded, depth, pb.args.options.align_corners, iz, unused);
         for (int i = 0; i < padded; i += lanes) {
@@ -600,6 +588,15 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
     }
 
     const bool blocks = OffsetsFit<S>(pb.acc_geometry) && OffsetsFit<S>(pb.in_geometry);
+    if constexpr (I == Interpolation::kNearest && kGridGrad) {
+        // The sample is piecewise constant: gridGrad is 0, written here in grid order rather
+        // than point by point in slab order (which would write each line several times).
+#pragma omp parallel for schedule(static)
+        for (int64_t task = 0; task < pb.batch * rows; ++task) {
+            const int64_t n = task / rows, row = task % rows;
+            for (int64_t w = 0; w < pb.out_w; ++w) pb.WriteGridGrad(n, row / pb.out_h, row % pb.out_h, w, 0, 0, 0);
+        }
+    }
     const int64_t vol_d = a.input.size[2], vol_h = a.input.size[3], vol_w = a.input.size[4];
     const int64_t slab_tasks = (slabs + 1) / 2;
     for (int phase = 0; phase < 2; ++phase) {
@@ -622,7 +619,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
             int pending = -1;  // the prepared block not run yet
             auto submit = [&] {
                 if constexpr (I == Interpolation::kNearest) {
-                    NearestBlock<T, P, kGridGrad>(pb, n, block);
+                    NearestBlock<T, P>(pb, n, block);
                 } else {
                     const int slot = pending == 0 ? 1 : 0;
                     PrepareBlock<T, P, kGridGrad>(pb, block, prepared[slot]);
@@ -715,7 +712,7 @@ void StoreAccumulator(const Problem<T>& pb) {
         T* to = static_cast<T*>(out.data) + n * out.stride[0] + c * out.stride[1] + z * out.stride[2];
         for (int64_t y = 0; y < out.size[3]; ++y)
             for (int64_t x = 0; x < out.size[4]; ++x)
-                to[y * out.stride[3] + x * out.stride[4]] = FromCompute<T>(from[y * pb.acc_stride[3] + x * pb.acc_stride[4]]);
+                StoreElement<T>(from[y * pb.acc_stride[3] + x * pb.acc_stride[4]], to + y * out.stride[3] + x * out.stride[4]);
     }
 }
 

@@ -93,23 +93,20 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock], v[8][kBlock];
     HWY_ALIGN typename BlockCells<S>::Offset base[kBlock];
     BlockCells<S> cells;
-    for (int i = 0; i < count; ++i) {
-        const T* g = grid_row + (w_begin + i) * gs;
-        coord[0][i] = ToCompute(g[0]);
-        coord[1][i] = ToCompute(g[cs]);
-        coord[2][i] = ToCompute(g[2 * cs]);
-    }
-    for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+    LoadGridValues([&](int i) { return grid_row + (w_begin + i) * gs; }, cs, count, padded, coord);
     BlockSourceIndices<S, P, false>(coord[0], padded, in.size[4], align, ix, nullptr);
     BlockSourceIndices<S, P, false>(coord[1], padded, in.size[3], align, iy, nullptr);
     BlockSourceIndices<S, P, false>(coord[2], padded, in.size[2], align, iz, nullptr);
     for (int i = count; i < padded; ++i) ix[i] = iy[i] = iz[i] = -4;  // lanes past the end: outside, never stored
     cells.Compute(ix, iy, iz, padded, count, geometry);
     cells.Bases(geometry.stride, base);
+    const T* in_data = static_cast<const T*>(in.data);
+    const int64_t in_last = LastElementOffset(in);
     const auto zero = hn::Zero(d);
     const int64_t out_ws = args.out.stride[4];
     for (int64_t c = 0; c < in.size[1]; ++c) {
-        cells.LoadCorners(in_n + c * in.stride[1], base, geometry.corner_delta, v);
+        const T* in_c = in_n + c * in.stride[1];
+        cells.LoadCorners(in_c, base, geometry.corner_delta, in_last - (in_c - in_data), v);
         T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
         for (int i = 0; i < padded; i += lanes) {
             auto sum = zero;
@@ -126,7 +123,7 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
             }
             HWY_ALIGN S value[hn::MaxLanes(d)];
             hn::Store(sum, d, value);
-            for (int j = 0; j < lanes && i + j < count; ++j) out_c[(i + j) * out_ws] = FromCompute<T>(value[j]);
+            for (int j = 0; j < lanes && i + j < count; ++j) StoreElement<T>(value[j], out_c + (i + j) * out_ws);
         }
     }
 }
@@ -145,13 +142,7 @@ HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, co
     const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
     const bool align = args.options.align_corners;
     HWY_ALIGN S coord[3][kBlock], index[3][kBlock], value[kBlock];
-    for (int i = 0; i < count; ++i) {
-        const T* g = grid_row + (w_begin + i) * gs;
-        coord[0][i] = ToCompute(g[0]);
-        coord[1][i] = ToCompute(g[cs]);
-        coord[2][i] = ToCompute(g[2 * cs]);
-    }
-    for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+    LoadGridValues([&](int i) { return grid_row + (w_begin + i) * gs; }, cs, count, padded, coord);
     const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};  // x, y, z
     for (int axis = 0; axis < 3; ++axis)
         BlockSourceIndices<S, P, false>(coord[axis], padded, sizes[axis], align, index[axis], nullptr);
@@ -175,7 +166,7 @@ HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, co
             for (int i = out_ws == 1 ? count / lanes * lanes : 0; i < count; ++i) out_c[i * out_ws] = value[i];
         } else {
             for (int i = 0; i < count; ++i)
-                out_c[i * out_ws] = FromCompute<T>(voxels.inside[i] != 0 ? ToCompute(in_c[voxels.offset[i]]) : S(0));
+                StoreElement<T>(voxels.inside[i] != 0 ? LoadElement(in_c + voxels.offset[i]) : S(0), out_c + i * out_ws);
         }
     }
 }

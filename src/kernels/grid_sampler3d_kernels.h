@@ -20,6 +20,16 @@ struct View5 {
     int64_t stride[5] = {0, 0, 0, 0, 0};
 };
 
+// The largest element offset of a view from its data pointer (0 when it has no elements).
+inline int64_t LastElementOffset(const View5& view) {
+    int64_t last = 0;
+    for (int i = 0; i < 5; ++i) {
+        if (view.size[i] == 0) return 0;
+        last += (view.size[i] - 1) * view.stride[i];
+    }
+    return last;
+}
+
 struct ForwardArgs {
     ElementType type = ElementType::kFloat32;
     SamplerOptions options;

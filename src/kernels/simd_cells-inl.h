@@ -15,6 +15,7 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -30,6 +31,54 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Grid points handled together by the SIMD block paths.
 constexpr int kBlock = 64;
+
+// One element to and from the compute type, with the target's conversion instructions where
+// they are exact: F16C (x86 AVX2 and AVX-512 targets) for fp16, round to nearest even like
+// FromCompute. Elsewhere, and for bf16 (a shift and an integer rounding either way), the
+// portable conversions of element_types.h. Highway's portable fp16 conversions are not used:
+// they truncate and do not keep inf and NaN.
+#undef GS3D_HARDWARE_F16  // set anew for each target
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+#define GS3D_HARDWARE_F16 1
+#else
+#define GS3D_HARDWARE_F16 0
+#endif
+
+template <typename T>
+HWY_INLINE ComputeType<T> LoadElement(const T* p) {
+#if GS3D_HARDWARE_F16
+    if constexpr (std::is_same_v<T, Half>) {
+        const hn::CappedTag<float, 1> d;
+        const hn::Rebind<hwy::float16_t, decltype(d)> dh;
+        return hn::GetLane(hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p))));
+    }
+#endif
+    return ToCompute(*p);
+}
+
+template <typename T>
+HWY_INLINE void StoreElement(ComputeType<T> v, T* p) {
+#if GS3D_HARDWARE_F16
+    if constexpr (std::is_same_v<T, Half>) {
+        const hn::CappedTag<float, 1> d;
+        const hn::Rebind<hwy::float16_t, decltype(d)> dh;
+        hn::StoreU(hn::DemoteTo(dh, hn::Set(d, v)), dh, reinterpret_cast<hwy::float16_t*>(p));
+        return;
+    }
+#endif
+    *p = FromCompute<T>(v);
+}
+
+// The grid values (x, y, z) of a block's `count` points into coord[axis][i], in the compute
+// type; lanes up to `padded` get 0. point(i): point i's first value; cs: the values' stride.
+template <typename S, typename PointAt>
+HWY_INLINE void LoadGridValues(PointAt point, int64_t cs, int count, int padded, S (*HWY_RESTRICT coord)[kBlock]) {
+    for (int i = 0; i < count; ++i) {
+        const auto* p = point(i);
+        for (int axis = 0; axis < 3; ++axis) coord[axis][i] = LoadElement(p + axis * cs);
+    }
+    for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+}
 
 // Source indices of `padded` grid values along an axis of `size` (PyTorch's formulas).
 // kBackward: the backward clip and d(index)/d(grid value) into `derivative`; otherwise the
@@ -157,11 +206,14 @@ struct BlockCells {
 
     // The eight corner values of each point of a volume (one channel) into v[k][i]. Corners
     // outside hold an unspecified value (0 or the volume's first element): the callers mask
-    // their terms, as PyTorch skips them. base: from Bases; delta: the geometry's corner_delta.
+    // their terms, as PyTorch skips them. base: from Bases; delta: the geometry's corner_delta;
+    // last: the largest element offset from `volume` that belongs to the tensor.
     template <typename T>
     HWY_INLINE void LoadCorners(const T* HWY_RESTRICT volume, const Offset* HWY_RESTRICT base, const int64_t* delta,
-                                S (*HWY_RESTRICT v)[kBlock]) const {
-        if constexpr (std::is_same_v<T, S>) {  // hardware gathers (emulated on targets without)
+                                int64_t last, S (*HWY_RESTRICT v)[kBlock]) const {
+        constexpr bool kHalfWidth = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+        constexpr bool kGathers = std::is_same_v<T, S> || (kHalfWidth && GS3D_HARDWARE_F16);
+        if (kGathers && (std::is_same_v<T, S> || last >= 1)) {
             const hn::ScalableTag<S> d;
             const hn::RebindToSigned<decltype(d)> di;
             for (int k = 0; k < 8; ++k) {
@@ -173,19 +225,44 @@ struct BlockCells {
                                                    index);
                     else if (i + static_cast<int>(hn::Lanes(d)) > count)
                         index = hn::IfThenElseZero(hn::FirstN(di, static_cast<size_t>(count - i)), index);
-                    hn::Store(hn::GatherIndex(d, volume, index), d, v[k] + i);
+                    if constexpr (std::is_same_v<T, S>)
+                        hn::Store(hn::GatherIndex(d, volume, index), d, v[k] + i);
+                    else if constexpr (kGathers)
+                        hn::Store(GatherHalfWidth(d, volume, index, last), d, v[k] + i);
                 }
             }
         } else {
             for (int k = 0; k < 8; ++k) {
                 const T* HWY_RESTRICT q = volume + delta[k];
                 if (all_inside) {
-                    for (int i = 0; i < count; ++i) v[k][i] = ToCompute(q[base[i]]);
+                    for (int i = 0; i < count; ++i) v[k][i] = LoadElement(q + base[i]);
                 } else {
-                    for (int i = 0; i < count; ++i) v[k][i] = inside[k][i] != 0 ? ToCompute(q[base[i]]) : S(0);
+                    for (int i = 0; i < count; ++i) v[k][i] = inside[k][i] != 0 ? LoadElement(q + base[i]) : S(0);
                 }
                 for (int i = count; i < padded; ++i) v[k][i] = 0;
             }
+        }
+    }
+
+    // fp16 or bf16 elements volume[index] as fp32, by 32-bit gathers: each reads the element
+    // and the next one, or, at the tensor's last element (`last`, at least 1), the one before
+    // and the element: never outside the tensor's span.
+    template <class D, typename T>
+    static HWY_INLINE hn::Vec<D> GatherHalfWidth(D d, const T* volume, hn::Vec<hn::RebindToSigned<D>> index,
+                                                 int64_t last) {
+        const hn::RebindToSigned<D> di;
+        const hn::RebindToUnsigned<D> du;
+        const auto at_end = hn::Eq(index, hn::Set(di, static_cast<int32_t>(std::min<int64_t>(last, INT32_MAX))));
+        const auto start = hn::IfThenElse(at_end, hn::Sub(index, hn::Set(di, 1)), index);
+        const auto words = hn::BitCast(du, hn::GatherOffset(di, reinterpret_cast<const int32_t*>(volume), hn::Add(start, start)));
+        const auto bits = hn::IfThenElse(hn::RebindMask(du, at_end), hn::ShiftRight<16>(words),
+                                         hn::And(words, hn::Set(du, 0xFFFFu)));
+        if constexpr (std::is_same_v<T, BFloat16>) {
+            return hn::BitCast(d, hn::ShiftLeft<16>(bits));
+        } else {
+            const hn::Rebind<uint16_t, D> du16;
+            const hn::Rebind<hwy::float16_t, D> df16;
+            return hn::PromoteTo(d, hn::BitCast(df16, hn::DemoteTo(du16, hn::BitCast(di, bits))));
         }
     }
 };
