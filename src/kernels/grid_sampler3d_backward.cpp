@@ -261,8 +261,6 @@ struct PreparedBlock {
 //     and inf behave as in PyTorch, which skips them); w * g in vector form, then a scalar
 //     scatter into inputGrad in the block's point order;
 // (C) RunBlock: gridGrad = d(index)/d(grid) * the sums.
-// The slab tasks prepare a block, prefetch its corners, then run the block before it: the
-// corner lines (random within a few voxels of a noisy grid) arrive while that block runs.
 // The caller checks OffsetsFit for both geometries.
 template <typename T, Padding P, bool kGridGrad, typename S = ComputeType<T>>
 HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, PreparedBlock<S>& out) {
@@ -284,23 +282,6 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
     out.cells.Compute(ix, iy, iz, padded, count, pb.acc_geometry);
     out.cells.Bases(pb.acc_geometry.stride, out.acc_base);
     if (kGridGrad && !pb.same_geometry) out.cells.Bases(pb.in_geometry.stride, out.in_base);
-}
-
-// Prefetches the first channel's corner lines of a prepared block (a block with corners
-// outside is left alone: its offsets are not all addresses in the volume).
-template <typename T, bool kGridGrad, typename S = ComputeType<T>>
-HWY_INLINE void PrefetchBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
-    if (!block.cells.all_inside || pb.channels == 0) return;
-    const S* acc_n = pb.acc + n * pb.acc_stride[0];
-    const T* in_n = pb.in + n * pb.args.input.stride[0];
-    const auto* in_base = pb.same_geometry ? block.acc_base : block.in_base;
-    const int64_t* acc_delta = pb.acc_geometry.corner_delta;
-    const int64_t* in_delta = pb.in_geometry.corner_delta;
-    for (int i = 0; i < block.cells.count; ++i)
-        for (int k = 0; k < 8; k += 2) {  // corners k and k + 1 differ in x only: mostly one line
-            __builtin_prefetch(acc_n + block.acc_base[i] + acc_delta[k]);
-            if constexpr (kGridGrad) __builtin_prefetch(in_n + in_base[i] + in_delta[k]);
-        }
 }
 
 template <typename T, bool kGridGrad, typename S = ComputeType<T>>
@@ -615,17 +596,13 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                         }
             }
             PointBlock block;
-            PreparedBlock<S> prepared[2];
-            int pending = -1;  // the prepared block not run yet
+            PreparedBlock<S> prepared;
             auto submit = [&] {
                 if constexpr (I == Interpolation::kNearest) {
                     NearestBlock<T, P>(pb, n, block);
                 } else {
-                    const int slot = pending == 0 ? 1 : 0;
-                    PrepareBlock<T, P, kGridGrad>(pb, block, prepared[slot]);
-                    PrefetchBlock<T, kGridGrad>(pb, n, prepared[slot]);
-                    if (pending >= 0) RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb, n, prepared[pending]);
-                    pending = slot;
+                    PrepareBlock<T, P, kGridGrad>(pb, block, prepared);
+                    RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb, n, prepared);
                 }
                 block.count = 0;
             };
@@ -657,7 +634,6 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                     BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, order[i]);
             }
             if (block.count) submit();
-            if (pending >= 0) RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb, n, prepared[pending]);
         }
     }
 }
