@@ -64,7 +64,7 @@ struct Problem {
     T* ggrid;
     S* acc;                // inputGrad accumulator: the output, or the fp32 buffer
     int64_t acc_stride[5];
-    int64_t batch, channels, out_d, out_h, out_w, points;
+    int64_t batch, channels, out_d, out_h, out_w;
     TrilinearGeometry in_geometry, acc_geometry;
     bool same_geometry;  // input and accumulator have the same (D, H, W) strides
     int64_t in_last;     // the input's largest element offset
@@ -83,7 +83,6 @@ struct Problem {
           out_d(a.grid.size[1]),
           out_h(a.grid.size[2]),
           out_w(a.grid.size[3]),
-          points(out_d * out_h * out_w),
           in_geometry(a.input),
           acc_geometry(a.input_grad, accumulator_strides + 2),
           same_geometry(in_geometry.stride[0] == acc_geometry.stride[0] && in_geometry.stride[1] == acc_geometry.stride[1] &&
