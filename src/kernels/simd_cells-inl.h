@@ -1,8 +1,9 @@
 // The trilinear cells of a block of grid points, computed across points with SIMD: source
 // indices (unnormalize and clip in vector form; reflection stays scalar), floors, per-axis
 // weights, the eight corner weights ((wx * wy) * wz, PyTorch's products), which corners lie
-// inside the volume, the first corner's offset and the corner values (hardware gathers where
-// the element type is the compute type). Shared by the forward and backward kernels.
+// inside the volume, the first corner's offset and the corner values (hardware gathers; for
+// fp16/bf16 on x86 AVX2/AVX-512, gathers of element pairs); the nearest voxels. Shared by
+// the forward and backward kernels.
 //
 // Compiled into each SIMD target: Highway's per-target include guard, included after
 // foreach_target.h.
