@@ -394,9 +394,11 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         const T* in_k[8];
         for (int k = 0; k < 8; ++k) {
             inside[k] = cells.all_inside || cells.inside[k][i] != 0;
-            // Offsets of corners outside are not addresses in the volume: not formed.
-            acc_k[k] = inside[k] && channels ? acc_n + block.acc_base[i] + acc_delta[k] : nullptr;
-            in_k[k] = inside[k] && channels ? in_n + in_base[i] + in_delta[k] : nullptr;
+            // Pointers only to corners inside, from the summed offset (a first corner at -1
+            // along an axis is not an address in the volume); in_base is set only for gridGrad.
+            const bool valid = inside[k] && channels;
+            acc_k[k] = valid ? acc_n + (static_cast<int64_t>(block.acc_base[i]) + acc_delta[k]) : nullptr;
+            in_k[k] = kGridGrad && valid ? in_n + (static_cast<int64_t>(in_base[i]) + in_delta[k]) : nullptr;
         }
         auto gx = hn::Zero(d), gy = hn::Zero(d), gz = hn::Zero(d);
         for (int64_t c = 0; c < vector_end; c += lanes) {
