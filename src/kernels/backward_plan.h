@@ -9,13 +9,13 @@
 
 namespace gs3d::kernels {
 
-// The input volume of each batch item is cut into slabs along D. Every grid point gets the
-// slab of its first corner along D as its key: its corners then lie in that slab and the
-// next one, so tasks that own every other slab never write the same element.
 // Slabs per batch item at most: enough parallel tasks per phase for a many-core machine,
 // few enough that a slab is thick and each grid row spans few slabs.
 constexpr int64_t kMaxSlabs = 32;
 
+// The input volume of each batch item is cut into slabs along D. Every grid point gets the
+// slab of its first corner along D as its key: its corners then lie in that slab and the
+// next one, so tasks that own every other slab never write the same element.
 struct SlabPlan {
     bool usable = false;     // false: more than 2^32 - 1 points per batch item, or no inputGrad
     int64_t slab_depth = 1;  // input depths (D) per slab
