@@ -1,6 +1,8 @@
-// Prints a hash of the outputs of a fixed forward and backward workload (fp32 and fp16, every
-// padding), so that runs under different OMP_NUM_THREADS can be compared bit for bit.
+// Prints a hash of the outputs of a fixed forward and backward workload (fp32 and fp16, both
+// modes, random and near-identity grids, every padding), so that runs under different
+// OMP_NUM_THREADS can be compared bit for bit.
 // Usage: determinism_probe [deterministic 0|1]
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -34,20 +36,36 @@ int main(int argc, char** argv) {
     uint64_t hash = 1469598103934665603ull;
     std::mt19937 rng(2024);
     const int64_t n = 2, c = 11, d = 13, h = 12, w = 11, od = 10, oh = 9, ow = 12;
-    for (aclDataType type : {ACL_FLOAT, ACL_FLOAT16}) {
+    // A grid close to the identity (each axis's normalized position plus noise of 0.03, in
+    // multiples of 2^-10 so that fp16 holds them): the nearest backward's scan (one slab per
+    // thread) applies; random grids: its sorted slabs.
+    std::normal_distribution<double> noise_value(0, 0.03);
+    auto noise = [&](std::mt19937& r) { return std::ldexp(std::round(std::ldexp(noise_value(r), 10)), -10); };
+    Array5 near_identity(n, od, oh, ow, 3);
+    for (int64_t b = 0; b < n; ++b)
+        for (int64_t z = 0; z < od; ++z)
+            for (int64_t y = 0; y < oh; ++y)
+                for (int64_t x = 0; x < ow; ++x) {
+                    const double position[3] = {(2 * x + 1.0) / ow - 1, (2 * y + 1.0) / oh - 1, (2 * z + 1.0) / od - 1};
+                    for (int axis = 0; axis < 3; ++axis)
+                        near_identity.at(b, z, y, x, axis) = std::ldexp(std::round(std::ldexp(position[axis], 10)), -10) + noise(rng);
+                }
+    for (aclDataType type : {ACL_FLOAT, ACL_FLOAT16})
+    for (int64_t mode : {0, 1})  // bilinear, nearest
+    for (bool smooth : {false, true})
         for (int padding = 0; padding < 3; ++padding) {
             TestTensor input({n, c, d, h, w}, type), grid({n, od, oh, ow, 3}, type), grad({n, c, od, oh, ow}, type),
                 out({n, c, od, oh, ow}, type), input_grad({n, c, d, h, w}, type), grid_grad({n, od, oh, ow, 3}, type);
             StoreVolume(RandomArray(rng, n, c, d, h, w), false, &input);
-            StoreGrid(RandomArray(rng, n, od, oh, ow, 3, true), &grid);
+            StoreGrid(smooth ? near_identity : RandomArray(rng, n, od, oh, ow, 3, true), &grid);
             StoreVolume(RandomArray(rng, n, c, od, oh, ow), false, &grad);
             uint64_t size = 0;
             aclOpExecutor* executor = nullptr;
-            if (aclnnGridSampler3DGetWorkspaceSize(input.get(), grid.get(), 0, padding, padding == 1, out.get(), &size,
-                                                   &executor) != ACLNN_SUCCESS ||
+            if (aclnnGridSampler3DGetWorkspaceSize(input.get(), grid.get(), mode, padding, padding == 1, out.get(),
+                                                   &size, &executor) != ACLNN_SUCCESS ||
                 aclnnGridSampler3D(nullptr, 0, executor, stream) != ACLNN_SUCCESS)
                 return 2;
-            if (aclnnGridSampler3DBackwardGetWorkspaceSize(grad.get(), input.get(), grid.get(), 0, padding,
+            if (aclnnGridSampler3DBackwardGetWorkspaceSize(grad.get(), input.get(), grid.get(), mode, padding,
                                                            padding == 1, nullptr, input_grad.get(), grid_grad.get(),
                                                            &size, &executor) != ACLNN_SUCCESS)
                 return 3;
@@ -56,7 +74,6 @@ int main(int argc, char** argv) {
             if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) return 5;
             for (const TestTensor* t : {&out, &input_grad, &grid_grad}) hash = Fnv1a(hash, *t);
         }
-    }
     std::printf("%016llx\n", static_cast<unsigned long long>(hash));
     aclrtDestroyStream(stream);
     aclFinalize();

@@ -20,6 +20,8 @@
 
 #include "kernels/simd_cells-inl.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -492,6 +494,133 @@ HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock
     }
 }
 
+// Nearest inputGrad by scanning: each point adds to one voxel, so however the volume is cut
+// into slabs along D, a task that owns a slab and visits the grid in order gives each of its
+// voxels its contributions in grid order; the result is that of one thread, bitwise, for any
+// cut. The cut thus follows the thread count (one slab per thread): no keys, no sort.
+// - pass 1, threads split the grid rows: each row's range of slabs (the planes of its voxels
+//   inside [0, D)), and gridGrad (0) in grid order;
+// - pass 2, one task per slab: zero the slab, then for every row whose range holds the slab,
+//   its points in blocks (vector voxels, those in the slab kept) and per channel a scalar
+//   scatter of gradOutput.
+// Each row is computed once per slab that it meets; when rows meet more than 2 slabs on
+// average (grids far from the identity), returns false and the sorted slabs take over.
+template <typename T, Padding P>
+HWY_INLINE void NearestRowSlabs(const Problem<T>& pb, int64_t slab_depth, int64_t n, int64_t d, int64_t h,
+                                uint16_t* lowest, uint16_t* highest) {
+    using S = ComputeType<T>;
+    const hn::ScalableTag<S> dv;
+    const int lanes = static_cast<int>(hn::Lanes(dv));
+    const int64_t depth = pb.args.input.size[2], cs = pb.args.grid.stride[4], gs = pb.args.grid.stride[3];
+    const auto neg_one = hn::Set(dv, S(-1)), extent = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv);
+    auto low = extent, high = neg_one;  // no plane yet
+    HWY_ALIGN S coord[kBlock], iz[kBlock], unused[kBlock];
+    for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
+        const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
+        const int padded = (count + lanes - 1) / lanes * lanes;
+        const T* g = pb.GridPoint(n, d, h, w0) + 2 * cs;
+        for (int i = 0; i < count; ++i) coord[i] = LoadElement(g + i * gs);
+        for (int i = count; i < padded; ++i) coord[i] = 0;
+        BlockSourceIndices<S, P, true>(coord, padded, depth, pb.args.options.align_corners, iz, unused);
+        for (int i = 0; i < padded; i += lanes) {
+            const auto v = hn::Load(dv, iz + i), r = hn::Round(v);  // NearestIndex, as BlockVoxels
+            const auto valid = hn::And(hn::FirstN(dv, static_cast<size_t>(count - i)),
+                                       hn::And(hn::And(hn::Ge(v, neg_one), hn::Le(v, extent)),
+                                               hn::And(hn::Ge(r, zero), hn::Lt(r, extent))));
+            low = hn::Min(low, hn::IfThenElse(valid, r, extent));
+            high = hn::Max(high, hn::IfThenElse(valid, r, neg_one));
+        }
+    }
+    const S first = hn::GetLane(hn::MinOfLanes(dv, low)), last = hn::GetLane(hn::MaxOfLanes(dv, high));
+    if (last < 0) {  // no voxel along D: an empty range
+        *lowest = 1, *highest = 0;
+        return;
+    }
+    *lowest = static_cast<uint16_t>(static_cast<int64_t>(first) / slab_depth);
+    *highest = static_cast<uint16_t>(static_cast<int64_t>(last) / slab_depth);
+}
+
+template <typename T, Padding P, bool kGridGrad>
+bool NearestScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
+    using S = ComputeType<T>;
+    const BackwardArgs& a = pb.args;
+    const int64_t rows = pb.out_d * pb.out_h, depth = a.input.size[2];
+    const int64_t threads = std::max(1, omp_get_max_threads());
+    const int64_t slab_depth = std::max<int64_t>(1, (depth + threads - 1) / threads);
+    const int64_t slabs = std::max<int64_t>(1, (depth + slab_depth - 1) / slab_depth);
+    if (slabs > UINT16_MAX || !OffsetsFit<S>(pb.acc_geometry)) return false;
+
+    int64_t meetings = 0;  // rows x the slabs each meets
+#pragma omp parallel for schedule(static) reduction(+ : meetings)
+    for (int64_t task = 0; task < pb.batch * rows; ++task) {
+        const int64_t n = task / rows, row = task % rows, d = row / pb.out_h, h = row % pb.out_h;
+        NearestRowSlabs<T, P>(pb, slab_depth, n, d, h, &ws.row_lowest[task], &ws.row_highest[task]);
+        if (ws.row_lowest[task] <= ws.row_highest[task]) meetings += ws.row_highest[task] - ws.row_lowest[task] + 1;
+        if constexpr (kGridGrad)
+            for (int64_t w = 0; w < pb.out_w; ++w) pb.WriteGridGrad(n, d, h, w, 0, 0, 0);
+    }
+    if (meetings > 2 * pb.batch * rows) return false;
+
+    const hn::ScalableTag<S> dv;
+    const int lanes = static_cast<int>(hn::Lanes(dv));
+    const int64_t vol_h = a.input.size[3], vol_w = a.input.size[4];
+    const int64_t sizes[3] = {a.input.size[4], a.input.size[3], depth};  // x, y, z
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t task = 0; task < pb.batch * slabs; ++task) {
+        const int64_t n = task / slabs, slab = task % slabs;
+        const int64_t z_begin = slab * slab_depth, z_end = std::min(depth, z_begin + slab_depth);
+        S* acc_n = pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;  // C = 0: no data
+        for (int64_t c = 0; c < pb.channels; ++c)
+            for (int64_t z = z_begin; z < z_end; ++z)
+                for (int64_t y = 0; y < vol_h; ++y) {
+                    S* line = acc_n + c * pb.acc_stride[1] + z * pb.acc_stride[2] + y * pb.acc_stride[3];
+                    for (int64_t x = 0; x < vol_w; ++x) line[x * pb.acc_stride[4]] = 0;
+                }
+        HWY_ALIGN S coord[3][kBlock], index[3][kBlock], unused[kBlock];
+        const S* const indices[3] = {index[0], index[1], index[2]};
+        BlockVoxels<S> voxels;
+        // The points kept, gathered over blocks and rows, then scattered channel by channel:
+        // one channel's voxels at a time (with many channels, a block's worth of points per
+        // channel would visit every channel's volume between two blocks).
+        constexpr int kChunk = 1024;
+        typename BlockVoxels<S>::Offset voxel[kChunk];
+        int64_t gout_offset[kChunk];
+        int chunk = 0;
+        auto flush = [&] {
+            for (int64_t c = 0; c < pb.channels; ++c) {
+                const T* HWY_RESTRICT gout_c = pb.gout + c * a.grad_output.stride[1];
+                S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
+                for (int j = 0; j < chunk; ++j) acc_c[voxel[j]] += LoadElement(gout_c + gout_offset[j]);
+            }
+            chunk = 0;
+        };
+        for (int64_t row = 0; row < rows; ++row) {
+            const int64_t r = n * rows + row;
+            if (ws.row_lowest[r] > slab || ws.row_highest[r] < slab) continue;
+            const int64_t d = row / pb.out_h, h = row % pb.out_h;
+            for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
+                const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
+                const int padded = (count + lanes - 1) / lanes * lanes;
+                LoadGridRow(pb.GridPoint(n, d, h, w0), a.grid.stride[3], a.grid.stride[4], count, padded, coord);
+                for (int axis = 0; axis < 3; ++axis)
+                    BlockSourceIndices<S, P, true>(coord[axis], padded, sizes[axis], a.options.align_corners,
+                                                   index[axis], unused);
+                voxels.Compute(indices, padded, count, pb.acc_geometry, z_begin, z_end);
+                if (chunk + count > kChunk) flush();
+                const int64_t gout_first = n * a.grad_output.stride[0] + d * a.grad_output.stride[2] +
+                                           h * a.grad_output.stride[3] + w0 * a.grad_output.stride[4];
+                for (int i = 0; i < count; ++i) {  // branch-free: in rows across two slabs, kept and not alternate
+                    voxel[chunk] = voxels.offset[i];
+                    gout_offset[chunk] = gout_first + i * a.grad_output.stride[4];
+                    chunk += voxels.inside[i] != 0;
+                }
+            }
+        }
+        flush();
+    }
+    return true;
+}
+
 // The slab keys of a grid row: each point's slab of its first corner along D (nearest: its
 // voxel), clamped into the volume (a point that touches no voxel may go to any slab; it
 // writes only its gridGrad). The source index comes from the same vector code as the
@@ -722,6 +851,9 @@ void Backward(const BackwardArgs& args, void* workspace) {
             PerChannelBackward<T, I, P, true>(pb);
         else
             PerChannelBackward<T, I, P, false>(pb);
+    } else if (I == Interpolation::kNearest &&
+               (args.compute_grid_grad ? NearestScanBackward<T, P, true>(pb, ws) : NearestScanBackward<T, P, false>(pb, ws))) {
+        // done by scanning
     } else if (args.compute_grid_grad) {
         if (unit_channels)
             SlabBackward<T, I, P, true, true>(pb, plan, ws);

@@ -93,7 +93,7 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock], v[8][kBlock];
     HWY_ALIGN typename BlockCells<S>::Offset base[kBlock];
     BlockCells<S> cells;
-    LoadGridValues([&](int i) { return grid_row + (w_begin + i) * gs; }, cs, count, padded, coord);
+    LoadGridRow(grid_row + w_begin * gs, gs, cs, count, padded, coord);
     BlockSourceIndices<S, P, false>(coord[0], padded, in.size[4], align, ix, nullptr);
     BlockSourceIndices<S, P, false>(coord[1], padded, in.size[3], align, iy, nullptr);
     BlockSourceIndices<S, P, false>(coord[2], padded, in.size[2], align, iz, nullptr);
@@ -142,7 +142,7 @@ HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, co
     const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
     const bool align = args.options.align_corners;
     HWY_ALIGN S coord[3][kBlock], index[3][kBlock], value[kBlock];
-    LoadGridValues([&](int i) { return grid_row + (w_begin + i) * gs; }, cs, count, padded, coord);
+    LoadGridRow(grid_row + w_begin * gs, gs, cs, count, padded, coord);
     const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};  // x, y, z
     for (int axis = 0; axis < 3; ++axis)
         BlockSourceIndices<S, P, false>(coord[axis], padded, sizes[axis], align, index[axis], nullptr);

@@ -81,6 +81,31 @@ HWY_INLINE void LoadGridValues(PointAt point, int64_t cs, int count, int padded,
     for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
 }
 
+// The grid values of `count` consecutive points of a row (point i's first value at
+// first + i * gs, the values cs apart) into coord[axis][i]; lanes up to `padded` get 0. A
+// packed row (x, y, z, x, y, z, ...) in the compute type is loaded in vectors.
+template <typename T, typename S>
+HWY_INLINE void LoadGridRow(const T* HWY_RESTRICT first, int64_t gs, int64_t cs, int count, int padded,
+                            S (*HWY_RESTRICT coord)[kBlock]) {
+    if constexpr (std::is_same_v<T, S>) {
+        if (cs == 1 && gs == 3) {
+            const hn::ScalableTag<S> d;
+            const int lanes = static_cast<int>(hn::Lanes(d));
+            int i = 0;
+            for (; i + lanes <= count; i += lanes) {
+                hn::Vec<decltype(d)> x, y, z;
+                hn::LoadInterleaved3(d, first + 3 * i, x, y, z);
+                hn::Store(x, d, coord[0] + i), hn::Store(y, d, coord[1] + i), hn::Store(z, d, coord[2] + i);
+            }
+            for (; i < count; ++i)
+                for (int axis = 0; axis < 3; ++axis) coord[axis][i] = first[3 * i + axis];
+            for (; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+            return;
+        }
+    }
+    LoadGridValues([&](int i) { return first + i * gs; }, cs, count, padded, coord);
+}
+
 // Source indices of `padded` grid values along an axis of `size` (PyTorch's formulas).
 // kBackward: the backward clip and d(index)/d(grid value) into `derivative`; otherwise the
 // forward clip. Zeros and border padding in vector form (division by 2 and the clip's
@@ -279,7 +304,12 @@ struct BlockVoxels {
     int count = 0, padded = 0;
 
     // index[axis]: source indices along x, y, z of `padded` points, `count` of them real.
+    // Voxels with z outside [z_begin, z_end) count as outside (a slab of the volume).
     HWY_INLINE void Compute(const S* const index[3], int padded_points, int points, const TrilinearGeometry& g) {
+        Compute(index, padded_points, points, g, 0, g.size[0]);
+    }
+    HWY_INLINE void Compute(const S* const index[3], int padded_points, int points, const TrilinearGeometry& g,
+                            int64_t z_begin, int64_t z_end) {
         const hn::ScalableTag<S> d;
         const int lanes = static_cast<int>(hn::Lanes(d));
         count = points;
@@ -293,19 +323,34 @@ struct BlockVoxels {
             for (int axis = 0; axis < 3; ++axis) {
                 const auto v = hn::Load(d, index[axis] + i), size = hn::Set(d, static_cast<S>(sizes[axis]));
                 const auto r = hn::Round(v);
+                const auto begin = axis == 2 ? hn::Set(d, static_cast<S>(z_begin)) : zero;
+                const auto end = axis == 2 ? hn::Set(d, static_cast<S>(z_end)) : size;
                 in_volume = hn::And(in_volume, hn::And(hn::And(hn::Ge(v, neg_one), hn::Le(v, size)),
-                                                       hn::And(hn::Ge(r, zero), hn::Lt(r, size))));
+                                                       hn::And(hn::Ge(r, begin), hn::Lt(r, end))));
                 hn::Store(r, d, rounded[axis] + i);
             }
             hn::Store(hn::IfThenElseZero(in_volume, one), d, inside + i);
             all = all && hn::CountTrue(d, in_volume) == static_cast<size_t>(std::min(lanes, count - i));
         }
         all_inside = all;
-        for (int i = 0; i < padded; ++i) {  // offsets of the voxels inside only
-            Offset o = 0;
-            if (inside[i] != 0)
-                for (int axis = 0; axis < 3; ++axis) o += static_cast<Offset>(rounded[axis][i]) * static_cast<Offset>(strides[axis]);
-            offset[i] = o;
+        if constexpr (sizeof(S) == 4) {  // int32 offsets: the caller checks OffsetsFit
+            const hn::RebindToSigned<decltype(d)> di;
+            for (int i = 0; i < padded; i += lanes) {
+                auto o = hn::Zero(di);
+                for (int axis = 0; axis < 3; ++axis)
+                    o = hn::Add(o, hn::Mul(hn::ConvertTo(di, hn::Load(d, rounded[axis] + i)),
+                                           hn::Set(di, static_cast<Offset>(strides[axis]))));
+                const auto in_volume = hn::RebindMask(di, hn::Ne(hn::Load(d, inside + i), zero));
+                hn::Store(hn::IfThenElseZero(in_volume, o), di, offset + i);
+            }
+        } else {
+            for (int i = 0; i < padded; ++i) {  // offsets of the voxels inside only
+                Offset o = 0;
+                if (inside[i] != 0)
+                    for (int axis = 0; axis < 3; ++axis)
+                        o += static_cast<Offset>(rounded[axis][i]) * static_cast<Offset>(strides[axis]);
+                offset[i] = o;
+            }
         }
     }
 };
