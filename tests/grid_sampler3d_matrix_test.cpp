@@ -6,9 +6,11 @@
 
 #include <random>
 #include <sstream>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "gridsampler3d/cpu_device.h"
 #include "support/op_runner.h"
 #include "support/test_tensor.h"
 
@@ -28,6 +30,7 @@ using MatrixParam = std::tuple<int, int, bool, aclDataType, LayoutCase>;
 struct SizeRanges {
     int64_t in_min, in_max, out_min, out_max;
     std::vector<int64_t> channel_counts;
+    double near_identity_sigma = 0;  // > 0: NearIdentityGrid with this noise instead of random grids
 };
 
 void CheckRandomCases(const MatrixParam& param, const SizeRanges& ranges, int repeats, unsigned seed) {
@@ -49,7 +52,9 @@ void CheckRandomCases(const MatrixParam& param, const SizeRanges& ranges, int re
         SCOPED_TRACE(label.str());
 
         const Array5 input_values = RandomArray(rng, n, c, d, h, w);
-        const Array5 grid_values = RandomArray(rng, n, od, oh, ow, 3, /*grid=*/true);
+        const Array5 grid_values = ranges.near_identity_sigma > 0
+                                       ? NearIdentityGrid(rng, n, od, oh, ow, ranges.near_identity_sigma)
+                                       : RandomArray(rng, n, od, oh, ow, 3, /*grid=*/true);
         const Array5 grad_values = RandomArray(rng, n, c, od, oh, ow);
 
         TestTensor input(VolumeDims(n, c, d, h, w, layout.channel_last), type, format, layout.layout, layout.offset);
@@ -98,6 +103,20 @@ TEST_P(GridSamplerWide, ForwardAndBackwardMatchReference) {
     CheckRandomCases(GetParam(), SizeRanges{3, 12, 6, 11, {4, 5, 8, 9, 16, 17, 35}}, 2, 77u);
 }
 
+// Grids close to the identity, as in registration, under 2, 3 and 5 threads: the backward
+// scans (one slab per thread; bilinear with one channel, nearest with any), so rows cross
+// slab boundaries, and corners and gridGrad are split between the slabs' tasks.
+class GridSamplerNearIdentity : public ::testing::TestWithParam<MatrixParam> {};
+
+TEST_P(GridSamplerNearIdentity, ForwardAndBackwardMatchReference) {
+    for (int32_t threads : {2, 3, 5}) {
+        SCOPED_TRACE("threads " + std::to_string(threads));
+        ASSERT_EQ(gs3dSetNumThreads(threads), ACL_SUCCESS);
+        CheckRandomCases(GetParam(), SizeRanges{8, 14, 8, 14, {1, 1, 3}, 0.05}, 1, 99u + threads);
+    }
+    ASSERT_EQ(gs3dSetNumThreads(0), ACL_SUCCESS);  // back to the default
+}
+
 std::string ParamName(const ::testing::TestParamInfo<MatrixParam>& info) {
     const auto [interpolation, padding, align, type, layout] = info.param;
     static const char* kPadding[] = {"zeros", "border", "reflection"};
@@ -124,6 +143,15 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
                                          LayoutCase{true, Layout::kContiguous, 0},
                                          LayoutCase{true, Layout::kReversed, 3})),
+    ParamName);
+
+INSTANTIATE_TEST_SUITE_P(
+    AllModes, GridSamplerNearIdentity,
+    ::testing::Combine(::testing::Values(0, 1), ::testing::Values(0, 1, 2), ::testing::Bool(),
+                       ::testing::Values(ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE),
+                       ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
+                                         LayoutCase{true, Layout::kContiguous, 0},
+                                         LayoutCase{false, Layout::kPadded, 5})),
     ParamName);
 
 }  // namespace

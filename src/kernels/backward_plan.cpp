@@ -33,7 +33,7 @@ Parts PartSizes(const BackwardArgs& args, const SlabPlan& plan) {
     if (plan.usable) {
         parts.keys = Align(batch * points * sizeof(uint16_t));
         parts.order = Align(batch * points * sizeof(uint32_t));
-        parts.row_lowest = parts.row_highest = Align(batch * rows * sizeof(uint16_t));
+        parts.row_lowest = parts.row_highest = Align(batch * rows * sizeof(uint32_t));
     }
     return parts;
 }
@@ -63,8 +63,8 @@ BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
     ws.accumulator = reinterpret_cast<float*>(take(parts.accumulator));
     ws.keys = reinterpret_cast<uint16_t*>(take(parts.keys));
     ws.order = reinterpret_cast<uint32_t*>(take(parts.order));
-    ws.row_lowest = reinterpret_cast<uint16_t*>(take(parts.row_lowest));
-    ws.row_highest = reinterpret_cast<uint16_t*>(take(parts.row_highest));
+    ws.row_lowest = reinterpret_cast<uint32_t*>(take(parts.row_lowest));
+    ws.row_highest = reinterpret_cast<uint32_t*>(take(parts.row_highest));
     ws.accumulator_stride[4] = 1;
     for (int i = 4; i > 0; --i) ws.accumulator_stride[i - 1] = ws.accumulator_stride[i] * args.input_grad.size[i];
     return ws;

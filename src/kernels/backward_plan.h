@@ -30,8 +30,10 @@ struct BackwardWorkspace {
     int64_t accumulator_stride[5] = {0, 0, 0, 0, 0};
     uint16_t* keys = nullptr;       // per grid point: the slabs of its row's points, sorted
     uint32_t* order = nullptr;      // per grid point: its row's points (w) in key order
-    uint16_t* row_lowest = nullptr;   // per grid row (n, d, h): the smallest key in it
-    uint16_t* row_highest = nullptr;  // and the largest
+    // Per grid row (n, d, h): the smallest key in it and the largest (sorted slabs), or the
+    // first and last plane of its points (scan).
+    uint32_t* row_lowest = nullptr;
+    uint32_t* row_highest = nullptr;
 };
 
 BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace);

@@ -251,6 +251,11 @@ struct PreparedBlock {
     HWY_ALIGN S mx[kBlock], my[kBlock], mz[kBlock];
     HWY_ALIGN Offset acc_base[kBlock], in_base[kBlock];  // in_base: when the geometries differ
     int64_t grad_output[kBlock], grid_grad[kBlock];
+    // A scan task's slab (RestrictToSlab): whole, every corner inside is scattered and every
+    // gridGrad written; else scatter[k][i] (1 or 0) says which corners, owned[i] which gridGrad.
+    bool whole = true;
+    HWY_ALIGN S scatter[8][kBlock];
+    bool owned[kBlock];
 };
 
 // A block of bilinear points, in structure-of-arrays form, vectorised across points:
@@ -281,6 +286,7 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
     BlockSourceIndices<S, P, true>(coord[2], padded, a.input.size[2], align, iz, out.mz);
     for (int i = count; i < padded; ++i) ix[i] = iy[i] = iz[i] = -4;  // lanes past the end: outside, never stored
     out.cells.Compute(ix, iy, iz, padded, count, pb.acc_geometry);
+    out.whole = true;
     out.cells.Bases(pb.acc_geometry.stride, out.acc_base);
     if (kGridGrad && !pb.same_geometry) out.cells.Bases(pb.in_geometry.stride, out.in_base);
 }
@@ -343,17 +349,20 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<
             cells.LoadCorners(in_c, in_base, pb.in_geometry.corner_delta, pb.in_last - (in_c - pb.in), v);
         }
         S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
-        if (cells.all_inside) {
+        if (cells.all_inside)
             channel_terms(std::true_type{});
+        else
+            channel_terms(std::false_type{});
+        if (cells.all_inside && block.whole) {
             for (int i = 0; i < count; ++i) {
                 S* HWY_RESTRICT q = acc_c + acc_base[i];
                 for (int k = 0; k < 8; ++k) q[acc_delta[k]] += wg[k][i];
             }
         } else {
-            channel_terms(std::false_type{});
+            const S(*scatter)[kBlock] = block.whole ? cells.inside : block.scatter;
             for (int i = 0; i < count; ++i)
                 for (int k = 0; k < 8; ++k)
-                    if (cells.inside[k][i] != 0) acc_c[acc_base[i] + acc_delta[k]] += wg[k][i];
+                    if (scatter[k][i] != 0) acc_c[acc_base[i] + acc_delta[k]] += wg[k][i];
         }
     }
 
@@ -361,6 +370,7 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<
     if constexpr (kGridGrad) {
         const int64_t ggs = a.grid_grad.stride[4];
         for (int i = 0; i < count; ++i) {
+            if (!block.whole && !block.owned[i]) continue;  // another slab's task writes it
             T* gg = pb.ggrid + block.grid_grad[i];
             StoreElement<T>(block.mx[i] * gix[i], gg);
             StoreElement<T>(block.my[i] * giy[i], gg + ggs);
@@ -391,11 +401,15 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         const T* gout_p = pb.gout + block.grad_output[i];
         const S wx[2] = {cells.wx[0][i], cells.wx[1][i]}, wy[2] = {cells.wy[0][i], cells.wy[1][i]},
                 wz[2] = {cells.wz[0][i], cells.wz[1][i]};
-        bool inside[8];
+        // This task writes the point's gridGrad (a scan task: only for its own points), and
+        // which corners it scatters (a scan task: those in its slab).
+        const bool grid_grad = kGridGrad && (block.whole || block.owned[i]);
+        bool inside[8], scatter[8];
         S* acc_k[8];
         const T* in_k[8];
         for (int k = 0; k < 8; ++k) {
             inside[k] = cells.all_inside || cells.inside[k][i] != 0;
+            scatter[k] = block.whole ? inside[k] : block.scatter[k][i] != 0;
             // Pointers only to corners inside, from the summed offset (a first corner at -1
             // along an axis is not an address in the volume); in_base is set only for gridGrad.
             const bool valid = inside[k] && channels;
@@ -407,8 +421,10 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
             const auto g = hn::LoadU(d, gout_p + c);
             for (int k = 0; k < 8; ++k) {
                 if (!inside[k]) continue;
-                hn::StoreU(hn::Add(hn::LoadU(d, acc_k[k] + c), hn::Mul(hn::Set(d, cells.weight[k][i]), g)), d, acc_k[k] + c);
-                if constexpr (kGridGrad) {
+                if (scatter[k])
+                    hn::StoreU(hn::Add(hn::LoadU(d, acc_k[k] + c), hn::Mul(hn::Set(d, cells.weight[k][i]), g)), d,
+                               acc_k[k] + c);
+                if (grid_grad) {
                     const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
                     const auto v = hn::LoadU(d, in_k[k] + c);
                     const auto tx = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wy[ky])), hn::Set(d, wz[kz])), g);
@@ -426,8 +442,8 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
             const S g = gout_p[c];
             for (int k = 0; k < 8; ++k) {
                 if (!inside[k]) continue;
-                acc_k[k][c] += cells.weight[k][i] * g;
-                if constexpr (kGridGrad) {
+                if (scatter[k]) acc_k[k][c] += cells.weight[k][i] * g;
+                if (grid_grad) {
                     const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
                     const S v = in_k[k][c];
                     const S tx = v * wy[ky] * wz[kz] * g, ty = v * wx[kx] * wz[kz] * g, tz = v * wx[kx] * wy[ky] * g;
@@ -437,7 +453,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
                 }
             }
         }
-        if constexpr (kGridGrad) {
+        if (grid_grad) {
             T* gg = pb.ggrid + block.grid_grad[i];
             gg[0] = FromCompute<T>(block.mx[i] * gix);
             gg[ggs] = FromCompute<T>(block.my[i] * giy);
@@ -494,25 +510,35 @@ HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock
     }
 }
 
-// Nearest inputGrad by scanning: each point adds to one voxel, so however the volume is cut
-// into slabs along D, a task that owns a slab and visits the grid in order gives each of its
-// voxels its contributions in grid order; the result is that of one thread, bitwise, for any
-// cut. The cut thus follows the thread count (one slab per thread): no keys, no sort.
-// - pass 1, threads split the grid rows: each row's range of slabs (the planes of its voxels
-//   inside [0, D)), and gridGrad (0) in grid order;
-// - pass 2, one task per slab: zero the slab, then for every row whose range holds the slab,
-//   its points in blocks (vector voxels, those in the slab kept) and per channel a scalar
-//   scatter of gradOutput.
-// Each row is computed once per slab that it meets; when rows meet more than 2 slabs on
-// average (grids far from the identity), returns false and the sorted slabs take over.
-template <typename T, Padding P>
-HWY_INLINE void NearestRowSlabs(const Problem<T>& pb, int64_t slab_depth, int64_t n, int64_t d, int64_t h,
-                                uint16_t* lowest, uint16_t* highest) {
+// inputGrad by scanning, when the grid is close to the identity. A task that owns a slab of
+// the volume (planes [z_begin, z_end)) visits the grid in order and scatters only the corners
+// (nearest: voxels) that lie in its slab: each element then sums its contributions in grid
+// order, as one thread would, bitwise, however the volume is cut. The cut thus follows the
+// thread count, and needs no keys and no sort:
+// - pass 1, threads split the grid rows: each row's range of planes (RowPlanes), and for
+//   nearest gridGrad (0) in grid order;
+// - the choice, from the shapes and the grid alone (never the thread count, so that the
+//   result is the same for any): scan for nearest and for bilinear with one channel, when the
+//   rows' plane ranges average at most a quarter of D; else the sorted slabs (SlabBackward);
+// - pass 2, one task per slab (as many as threads, and no thinner than a row's average
+//   range): zero the slab, then every row whose range meets it, in blocks: nearest, the
+//   voxels in the slab, scattered channel by channel; bilinear, PrepareBlock, the corners in
+//   the slab (RestrictToSlab), RunPreparedBlock, gridGrad written by the task of the point's
+//   first corner's plane (clamped into the volume).
+// A row is computed once per slab that it meets.
+
+// A grid row's range of planes along D: bilinear, from its points' first corners' planes to
+// the planes after them, clamped into [0, D) (every point's gridGrad has an owner: the slab
+// of its clamped first plane); nearest, its voxels' planes inside [0, D), or an empty range.
+template <typename T, Interpolation I, Padding P>
+HWY_INLINE void RowPlanes(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, uint32_t* lowest,
+                          uint32_t* highest) {
     using S = ComputeType<T>;
     const hn::ScalableTag<S> dv;
     const int lanes = static_cast<int>(hn::Lanes(dv));
     const int64_t depth = pb.args.input.size[2], cs = pb.args.grid.stride[4], gs = pb.args.grid.stride[3];
-    const auto neg_one = hn::Set(dv, S(-1)), extent = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv);
+    const auto neg_one = hn::Set(dv, S(-1)), extent = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv),
+               one = hn::Set(dv, S(1)), last_plane = hn::Set(dv, static_cast<S>(depth - 1));
     auto low = extent, high = neg_one;  // no plane yet
     HWY_ALIGN S coord[kBlock], iz[kBlock], unused[kBlock];
     for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
@@ -523,44 +549,85 @@ HWY_INLINE void NearestRowSlabs(const Problem<T>& pb, int64_t slab_depth, int64_
         for (int i = count; i < padded; ++i) coord[i] = 0;
         BlockSourceIndices<S, P, true>(coord, padded, depth, pb.args.options.align_corners, iz, unused);
         for (int i = 0; i < padded; i += lanes) {
-            const auto v = hn::Load(dv, iz + i), r = hn::Round(v);  // NearestIndex, as BlockVoxels
-            const auto valid = hn::And(hn::FirstN(dv, static_cast<size_t>(count - i)),
-                                       hn::And(hn::And(hn::Ge(v, neg_one), hn::Le(v, extent)),
-                                               hn::And(hn::Ge(r, zero), hn::Lt(r, extent))));
-            low = hn::Min(low, hn::IfThenElse(valid, r, extent));
-            high = hn::Max(high, hn::IfThenElse(valid, r, neg_one));
+            const auto v = hn::Load(dv, iz + i);
+            const auto real = hn::FirstN(dv, static_cast<size_t>(count - i));
+            const auto near = hn::And(hn::Ge(v, neg_one), hn::Le(v, extent));
+            if constexpr (I == Interpolation::kNearest) {  // NearestIndex, as BlockVoxels
+                const auto r = hn::Round(v);
+                const auto valid = hn::And(real, hn::And(near, hn::And(hn::Ge(r, zero), hn::Lt(r, extent))));
+                low = hn::Min(low, hn::IfThenElse(valid, r, extent));
+                high = hn::Max(high, hn::IfThenElse(valid, r, neg_one));
+            } else {  // FloorIndex (-2 far outside, NaN, inf), as BlockCells, then clamped
+                const auto z0 = hn::IfThenElse(near, hn::Floor(v), hn::Set(dv, S(-2)));
+                const auto first = hn::Min(hn::Max(z0, zero), last_plane);
+                const auto second = hn::Min(hn::Max(hn::Add(z0, one), zero), last_plane);
+                low = hn::Min(low, hn::IfThenElse(real, first, extent));
+                high = hn::Max(high, hn::IfThenElse(real, second, neg_one));
+            }
         }
     }
     const S first = hn::GetLane(hn::MinOfLanes(dv, low)), last = hn::GetLane(hn::MaxOfLanes(dv, high));
-    if (last < 0) {  // no voxel along D: an empty range
+    if (last < 0) {  // no plane: an empty range
         *lowest = 1, *highest = 0;
         return;
     }
-    *lowest = static_cast<uint16_t>(static_cast<int64_t>(first) / slab_depth);
-    *highest = static_cast<uint16_t>(static_cast<int64_t>(last) / slab_depth);
+    *lowest = static_cast<uint32_t>(first);
+    *highest = static_cast<uint32_t>(last);
 }
 
-template <typename T, Padding P, bool kGridGrad>
-bool NearestScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
+// Restricts a prepared block to a scan task's slab [z_begin, z_end) of a volume of `depth`
+// planes: corners in other slabs are not scattered, and gridGrad is written only for the
+// points whose clamped first plane lies in the slab. `whole` stays true when that changes
+// nothing (every point's corners inside the volume lie in the slab, and the point is owned).
+template <typename S>
+HWY_INLINE void RestrictToSlab(PreparedBlock<S>& block, int64_t z_begin, int64_t z_end, int64_t depth) {
+    const BlockCells<S>& cells = block.cells;
+    const S begin = static_cast<S>(z_begin), end = static_cast<S>(z_end);
+    bool whole = true;
+    for (int i = 0; i < cells.count; ++i)
+        whole = whole && (z_begin == 0 || cells.z0[i] >= begin) && (z_end == depth || cells.z0[i] + 1 < end);
+    block.whole = whole;
+    if (whole) return;
+    const S last = static_cast<S>(depth - 1);
+    for (int i = 0; i < cells.padded; ++i) {
+        const S z0 = cells.z0[i], z1 = z0 + 1, clamped = std::min(std::max(z0, S(0)), last);
+        const bool first_in = z0 >= begin && z0 < end, second_in = z1 >= begin && z1 < end;
+        for (int k = 0; k < 8; ++k) block.scatter[k][i] = (k < 4 ? first_in : second_in) ? cells.inside[k][i] : S(0);
+        block.owned[i] = clamped >= begin && clamped < end;
+    }
+}
+
+template <typename T, Interpolation I, Padding P, bool kGridGrad, bool kUnitChannels>
+bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     using S = ComputeType<T>;
     const BackwardArgs& a = pb.args;
     const int64_t rows = pb.out_d * pb.out_h, depth = a.input.size[2];
-    const int64_t threads = std::max(1, omp_get_max_threads());
-    const int64_t slab_depth = std::max<int64_t>(1, (depth + threads - 1) / threads);
-    const int64_t slabs = std::max<int64_t>(1, (depth + slab_depth - 1) / slab_depth);
-    if (slabs > UINT16_MAX || !OffsetsFit<S>(pb.acc_geometry)) return false;
+    if (!OffsetsFit<S>(pb.acc_geometry) || !OffsetsFit<S>(pb.in_geometry) || depth == 0) return false;
+    // Bilinear with more than one channel: a task's wide slab lets each channel's gathers and
+    // scatters roam over all planes near a row's, and with 2 channels that no longer fits the
+    // L2 cache (measured: (1, 2, 128) 105 ms scanning, 82 ms sorted; (1, 1, 128) 37 against
+    // 47 ms); the thin sorted slabs keep it small.
+    if (I == Interpolation::kBilinear && pb.channels > 1) return false;
 
-    int64_t meetings = 0;  // rows x the slabs each meets
-#pragma omp parallel for schedule(static) reduction(+ : meetings)
+    int64_t spans = 0, spanning_rows = 0;  // sum of the rows' ranges (planes), rows with one
+#pragma omp parallel for schedule(static) reduction(+ : spans, spanning_rows)
     for (int64_t task = 0; task < pb.batch * rows; ++task) {
         const int64_t n = task / rows, row = task % rows, d = row / pb.out_h, h = row % pb.out_h;
-        NearestRowSlabs<T, P>(pb, slab_depth, n, d, h, &ws.row_lowest[task], &ws.row_highest[task]);
-        if (ws.row_lowest[task] <= ws.row_highest[task]) meetings += ws.row_highest[task] - ws.row_lowest[task] + 1;
-        if constexpr (kGridGrad)
+        RowPlanes<T, I, P>(pb, n, d, h, &ws.row_lowest[task], &ws.row_highest[task]);
+        if (ws.row_lowest[task] <= ws.row_highest[task]) {
+            spans += ws.row_highest[task] - ws.row_lowest[task] + 1;
+            ++spanning_rows;
+        }
+        if constexpr (I == Interpolation::kNearest && kGridGrad)  // piecewise constant
             for (int64_t w = 0; w < pb.out_w; ++w) pb.WriteGridGrad(n, d, h, w, 0, 0, 0);
     }
-    if (meetings > 2 * pb.batch * rows) return false;
+    const int64_t average_span = spanning_rows ? (spans + spanning_rows - 1) / spanning_rows : 1;
+    if (4 * average_span > depth && depth > 4) return false;
 
+    const int64_t threads = std::max(1, omp_get_max_threads());
+    const int64_t slab_count = std::max<int64_t>(1, std::min(threads, depth / std::max<int64_t>(1, average_span)));
+    const int64_t slab_depth = (depth + slab_count - 1) / slab_count;
+    const int64_t slabs = (depth + slab_depth - 1) / slab_depth;
     const hn::ScalableTag<S> dv;
     const int lanes = static_cast<int>(hn::Lanes(dv));
     const int64_t vol_h = a.input.size[3], vol_w = a.input.size[4];
@@ -576,15 +643,12 @@ bool NearestScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                     S* line = acc_n + c * pb.acc_stride[1] + z * pb.acc_stride[2] + y * pb.acc_stride[3];
                     for (int64_t x = 0; x < vol_w; ++x) line[x * pb.acc_stride[4]] = 0;
                 }
-        HWY_ALIGN S coord[3][kBlock], index[3][kBlock], unused[kBlock];
-        const S* const indices[3] = {index[0], index[1], index[2]};
-        BlockVoxels<S> voxels;
-        // The points kept, gathered over blocks and rows, then scattered channel by channel:
-        // one channel's voxels at a time (with many channels, a block's worth of points per
-        // channel would visit every channel's volume between two blocks).
+        // Nearest: the points kept, gathered over blocks and rows, then scattered channel by
+        // channel (with many channels, a block's worth of points per channel would visit
+        // every channel's volume between two blocks).
         constexpr int kChunk = 1024;
-        typename BlockVoxels<S>::Offset voxel[kChunk];
-        int64_t gout_offset[kChunk];
+        typename BlockVoxels<S>::Offset voxel[I == Interpolation::kNearest ? kChunk : 1];
+        int64_t gout_offset[I == Interpolation::kNearest ? kChunk : 1];
         int chunk = 0;
         auto flush = [&] {
             for (int64_t c = 0; c < pb.channels; ++c) {
@@ -594,33 +658,52 @@ bool NearestScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
             }
             chunk = 0;
         };
+        HWY_ALIGN S coord[3][kBlock], index[3][kBlock], unused[kBlock];
+        const S* const indices[3] = {index[0], index[1], index[2]};
+        BlockVoxels<S> voxels;
+        PointBlock points;
+        PreparedBlock<S> prepared;
         for (int64_t row = 0; row < rows; ++row) {
             const int64_t r = n * rows + row;
-            if (ws.row_lowest[r] > slab || ws.row_highest[r] < slab) continue;
+            if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)
+                continue;
             const int64_t d = row / pb.out_h, h = row % pb.out_h;
+            const int64_t grid_row = n * a.grid.stride[0] + d * a.grid.stride[1] + h * a.grid.stride[2];
+            const int64_t gout_row = n * a.grad_output.stride[0] + d * a.grad_output.stride[2] + h * a.grad_output.stride[3];
             for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
                 const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
-                const int padded = (count + lanes - 1) / lanes * lanes;
-                LoadGridRow(pb.GridPoint(n, d, h, w0), a.grid.stride[3], a.grid.stride[4], count, padded, coord);
-                for (int axis = 0; axis < 3; ++axis)
-                    BlockSourceIndices<S, P, true>(coord[axis], padded, sizes[axis], a.options.align_corners,
-                                                   index[axis], unused);
-                voxels.Compute(indices, padded, count, pb.acc_geometry, z_begin, z_end);
-                if (chunk + count > kChunk) flush();
-                const int64_t gout_first = n * a.grad_output.stride[0] + d * a.grad_output.stride[2] +
-                                           h * a.grad_output.stride[3] + w0 * a.grad_output.stride[4];
-                for (int i = 0; i < count; ++i) {  // branch-free: in rows across two slabs, kept and not alternate
-                    voxel[chunk] = voxels.offset[i];
-                    gout_offset[chunk] = gout_first + i * a.grad_output.stride[4];
-                    chunk += voxels.inside[i] != 0;
+                if constexpr (I == Interpolation::kNearest) {
+                    const int padded = (count + lanes - 1) / lanes * lanes;
+                    LoadGridRow(pb.grid + grid_row + w0 * a.grid.stride[3], a.grid.stride[3], a.grid.stride[4], count,
+                                padded, coord);
+                    for (int axis = 0; axis < 3; ++axis)
+                        BlockSourceIndices<S, P, true>(coord[axis], padded, sizes[axis], a.options.align_corners,
+                                                       index[axis], unused);
+                    voxels.Compute(indices, padded, count, pb.acc_geometry, z_begin, z_end);
+                    if (chunk + count > kChunk) flush();
+                    for (int i = 0; i < count; ++i) {  // branch-free: in rows across two slabs, kept and not alternate
+                        voxel[chunk] = voxels.offset[i];
+                        gout_offset[chunk] = gout_row + (w0 + i) * a.grad_output.stride[4];
+                        chunk += voxels.inside[i] != 0;
+                    }
+                } else {
+                    const int64_t ggrid_row = n * a.grid_grad.stride[0] + d * a.grid_grad.stride[1] + h * a.grid_grad.stride[2];
+                    points.count = count;
+                    for (int i = 0; i < count; ++i) {
+                        points.grid[i] = grid_row + (w0 + i) * a.grid.stride[3];
+                        points.grad_output[i] = gout_row + (w0 + i) * a.grad_output.stride[4];
+                        points.grid_grad[i] = ggrid_row + (w0 + i) * a.grid_grad.stride[3];
+                    }
+                    PrepareBlock<T, P, kGridGrad>(pb, points, prepared);
+                    RestrictToSlab(prepared, z_begin, z_end, depth);
+                    RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb, n, prepared);
                 }
             }
         }
-        flush();
+        if constexpr (I == Interpolation::kNearest) flush();
     }
     return true;
 }
-
 // The slab keys of a grid row: each point's slab of its first corner along D (nearest: its
 // voxel), clamped into the volume (a point that touches no voxel may go to any slab; it
 // writes only its gridGrad). The source index comes from the same vector code as the
@@ -851,8 +934,10 @@ void Backward(const BackwardArgs& args, void* workspace) {
             PerChannelBackward<T, I, P, true>(pb);
         else
             PerChannelBackward<T, I, P, false>(pb);
-    } else if (I == Interpolation::kNearest &&
-               (args.compute_grid_grad ? NearestScanBackward<T, P, true>(pb, ws) : NearestScanBackward<T, P, false>(pb, ws))) {
+    } else if (args.compute_grid_grad ? (unit_channels ? ScanBackward<T, I, P, true, true>(pb, ws)
+                                                        : ScanBackward<T, I, P, true, false>(pb, ws))
+                                      : (unit_channels ? ScanBackward<T, I, P, false, true>(pb, ws)
+                                                       : ScanBackward<T, I, P, false, false>(pb, ws))) {
         // done by scanning
     } else if (args.compute_grid_grad) {
         if (unit_channels)

@@ -92,6 +92,23 @@ Array5 RandomArray(std::mt19937& rng, int64_t a, int64_t b, int64_t c, int64_t d
     return array;
 }
 
+Array5 NearIdentityGrid(std::mt19937& rng, int64_t n, int64_t d, int64_t h, int64_t w, double sigma) {
+    Array5 grid(n, d, h, w, 3);
+    std::normal_distribution<double> noise(0, sigma);
+    const int64_t extent[3] = {w, h, d};
+    for (int64_t b = 0; b < n; ++b)
+        for (int64_t z = 0; z < d; ++z)
+            for (int64_t y = 0; y < h; ++y)
+                for (int64_t x = 0; x < w; ++x) {
+                    const int64_t at[3] = {x, y, z};
+                    for (int axis = 0; axis < 3; ++axis) {
+                        const double value = (2.0 * at[axis] + 1) / extent[axis] - 1 + noise(rng);
+                        grid.at(b, z, y, x, axis) = std::round(value * 128) / 128;
+                    }
+                }
+    return grid;
+}
+
 double Tolerance(aclDataType type, double expected, double scale) {
     const double fp32_error = 64 * std::ldexp(1.0, -23) * std::max(1.0, scale);
     switch (type) {

@@ -31,6 +31,10 @@ aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, co
 double RandomValue(std::mt19937& rng);
 double RandomGridValue(std::mt19937& rng);  // in [-2, 2): inside, on and outside [-1, 1]
 Array5 RandomArray(std::mt19937& rng, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, bool grid = false);
+// A grid close to the identity: each point's normalized position along each axis plus
+// Gaussian noise of `sigma`, in multiples of 1/128 (exact in every dtype), as a registration
+// grid; points near the borders fall outside.
+Array5 NearIdentityGrid(std::mt19937& rng, int64_t n, int64_t d, int64_t h, int64_t w, double sigma);
 
 // Largest allowed |actual - expected| for an element, with the reason:
 // - the op computes fp16/bf16 in fp32 and rounds the result once: half an ulp of the dtype,
