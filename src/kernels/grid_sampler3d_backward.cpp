@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/backward_plan.h"
 #include "kernels/dispatch.h"
@@ -256,6 +257,7 @@ struct PreparedBlock {
     bool whole = true;
     HWY_ALIGN S scatter[8][kBlock];
     bool owned[kBlock];
+    HWY_ALIGN S gix[kBlock], giy[kBlock], giz[kBlock];  // the grid gradient's sums over the channels run so far
 };
 
 // A block of bilinear points, in structure-of-arrays form, vectorised across points:
@@ -291,8 +293,10 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
     if (kGridGrad && !pb.same_geometry) out.cells.Bases(pb.in_geometry.stride, out.in_base);
 }
 
+// Channels [c_begin, c_end) of a block: (B) for each, and (C) once the last is done. The
+// grid gradient's sums live in the block between calls, channels taken in order.
 template <typename T, bool kGridGrad, typename S = ComputeType<T>>
-HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
+HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block, int64_t c_begin, int64_t c_end) {
     const hn::ScalableTag<S> d;
     const int lanes = static_cast<int>(hn::Lanes(d));
     const BackwardArgs& a = pb.args;
@@ -300,11 +304,15 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<
     const int count = cells.count, padded = cells.padded;
     const auto* acc_base = block.acc_base;
     const auto* in_base = pb.same_geometry ? block.acc_base : block.in_base;
-    HWY_ALIGN S g[kBlock], v[8][kBlock], wg[8][kBlock], gix[kBlock], giy[kBlock], giz[kBlock];
+    HWY_ALIGN S g[kBlock], v[8][kBlock], wg[8][kBlock];
+    S* HWY_RESTRICT gix = block.gix;
+    S* HWY_RESTRICT giy = block.giy;
+    S* HWY_RESTRICT giz = block.giz;
     const auto zero = hn::Zero(d);
-    for (int i = 0; i < padded; i += lanes) {
-        hn::Store(zero, d, gix + i), hn::Store(zero, d, giy + i), hn::Store(zero, d, giz + i);
-    }
+    if (c_begin == 0)
+        for (int i = 0; i < padded; i += lanes) {
+            hn::Store(zero, d, gix + i), hn::Store(zero, d, giy + i), hn::Store(zero, d, giz + i);
+        }
 
     // (B). With C = 0 the input and the accumulator have no data to offset (the grid
     // gradient, zero, is still written below).
@@ -340,7 +348,7 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<
         }
     };
     const int64_t* acc_delta = pb.acc_geometry.corner_delta;
-    for (int64_t c = 0; c < pb.channels; ++c) {
+    for (int64_t c = c_begin; c < c_end; ++c) {
         const T* gout_c = pb.gout + c * a.grad_output.stride[1];
         for (int i = 0; i < count; ++i) g[i] = LoadElement(gout_c + block.grad_output[i]);
         for (int i = count; i < padded; ++i) g[i] = 0;
@@ -367,7 +375,7 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<
     }
 
     // (C)
-    if constexpr (kGridGrad) {
+    if (kGridGrad && c_end == pb.channels) {
         const int64_t ggs = a.grid_grad.stride[4];
         for (int i = 0; i < count; ++i) {
             if (!block.whole && !block.owned[i]) continue;  // another slab's task writes it
@@ -465,7 +473,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
 // Runs a prepared block: channels in vectors (channels last; the widest vector that the
 // channel count fills), or points in vectors (RunBlock).
 template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
-HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
+HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block) {
     if constexpr (kUnitChannels && std::is_same_v<T, S>) {
         const hn::ScalableTag<S> full;
         const hn::CappedTag<S, 8> eight;
@@ -477,9 +485,43 @@ HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, const Prepared
         else
             RunBlockChannelsLast<decltype(four), T, kGridGrad>(four, pb, n, block);
     } else {
-        RunBlock<T, kGridGrad>(pb, n, block);
+        RunBlock<T, kGridGrad>(pb, n, block, 0, pb.channels);
     }
 }
+
+// A task's prepared blocks (one batch item), run a chunk at a time. With channels apart
+// (NCDHW) and more than one, channel by channel over the chunk: a channel's gathers and
+// scatters for all the chunk's points before the next channel's, so that its lines are
+// reused from L1 across the blocks instead of every channel's passing through per block.
+// Each element's sum keeps its order (the chunk's points in order, per channel), and each
+// point's grid gradient its channel order.
+template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
+class BlockChunk {
+  public:
+    static constexpr int kBlocks = 8;
+    BlockChunk(const Problem<T>& pb, int64_t n) : pb_(pb), n_(n), blocks_(kUnitChannels || pb.channels <= 1 ? 1 : kBlocks) {}
+    PreparedBlock<S>& Next() { return blocks_[used_]; }
+    // Takes the block filled through Next(); runs the chunk when full. The caller runs the
+    // rest at the end.
+    void Add() {
+        if (++used_ == static_cast<int>(blocks_.size())) Run();
+    }
+    void Run() {
+        if (used_ == 1 || kUnitChannels) {
+            for (int b = 0; b < used_; ++b) RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb_, n_, blocks_[b]);
+        } else if (used_ > 1) {
+            for (int64_t c = 0; c < pb_.channels; ++c)
+                for (int b = 0; b < used_; ++b) RunBlock<T, kGridGrad>(pb_, n_, blocks_[b], c, c + 1);
+        }
+        used_ = 0;
+    }
+
+  private:
+    const Problem<T>& pb_;
+    int64_t n_;
+    std::vector<PreparedBlock<S>> blocks_;
+    int used_ = 0;
+};
 
 // A block of nearest points: source indices with SIMD (with the backward clip, as PyTorch's
 // backward), each point's voxel, then per channel a scalar scatter of gradOutput into the
@@ -662,7 +704,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         const S* const indices[3] = {index[0], index[1], index[2]};
         BlockVoxels<S> voxels;
         PointBlock points;
-        PreparedBlock<S> prepared;
+        BlockChunk<T, kGridGrad, kUnitChannels> chunked(pb, n);
         for (int64_t row = 0; row < rows; ++row) {
             const int64_t r = n * rows + row;
             if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)
@@ -694,13 +736,15 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                         points.grad_output[i] = gout_row + (w0 + i) * a.grad_output.stride[4];
                         points.grid_grad[i] = ggrid_row + (w0 + i) * a.grid_grad.stride[3];
                     }
+                    PreparedBlock<S>& prepared = chunked.Next();
                     PrepareBlock<T, P, kGridGrad>(pb, points, prepared);
                     RestrictToSlab(prepared, z_begin, z_end, depth);
-                    RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb, n, prepared);
+                    chunked.Add();
                 }
             }
         }
         if constexpr (I == Interpolation::kNearest) flush();
+        chunked.Run();
     }
     return true;
 }
@@ -809,13 +853,13 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                         }
             }
             PointBlock block;
-            PreparedBlock<S> prepared;
+            BlockChunk<T, kGridGrad, kUnitChannels> chunked(pb, n);
             auto submit = [&] {
                 if constexpr (I == Interpolation::kNearest) {
                     NearestBlock<T, P>(pb, n, block);
                 } else {
-                    PrepareBlock<T, P, kGridGrad>(pb, block, prepared);
-                    RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb, n, prepared);
+                    PrepareBlock<T, P, kGridGrad>(pb, block, chunked.Next());
+                    chunked.Add();
                 }
                 block.count = 0;
             };
@@ -847,6 +891,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                     BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, order[i]);
             }
             if (block.count) submit();
+            chunked.Run();
         }
     }
 }
