@@ -1,0 +1,350 @@
+// The backward kernel's SIMD blocks: up to kBlock grid points prepared together (cells,
+// weights, offsets) and run per channel (NCDHW: points in vectors) or per point (NDHWC:
+// channels in vectors); chunks of blocks run channel by channel; nearest blocks.
+//
+// Compiled into each SIMD target: included by grid_sampler3d_backward.cpp (after
+// foreach_target.h) only; Highway's per-target include guard.
+#if defined(GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
+#undef GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
+#else
+#define GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/backward_point-inl.h"
+#include "kernels/simd_cells-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gs3d::kernels {
+namespace HWY_NAMESPACE {
+namespace {  // one translation unit: grid_sampler3d_backward.cpp
+
+// Up to kBlock grid points of one batch item gathered for a block: each point's
+// element offsets in the grid, in gradOutput (channel 0) and in gridGrad.
+struct PointBlock {
+    int count = 0;
+    int64_t grid[kBlock], grad_output[kBlock], grid_grad[kBlock];
+};
+
+// A block of bilinear points after its per-point work (stage A below): cells,
+// weights, inside masks, first-corner offsets and d(index)/d(grid value).
+template <typename S>
+struct PreparedBlock {
+    using Offset = typename BlockCells<S>::Offset;
+    BlockCells<S> cells;
+    HWY_ALIGN S mx[kBlock], my[kBlock], mz[kBlock];
+    HWY_ALIGN Offset acc_base[kBlock], in_base[kBlock];  // in_base: when the geometries differ
+    int64_t grad_output[kBlock], grid_grad[kBlock];
+    // A scan task's slab (RestrictToSlab): whole, every corner inside is scattered and every
+    // gridGrad written; else scatter[k][i] (1 or 0) says which corners, owned[i] which gridGrad.
+    bool whole = true;
+    HWY_ALIGN S scatter[8][kBlock];
+    bool owned[kBlock];
+    HWY_ALIGN S gix[kBlock], giy[kBlock], giz[kBlock];  // the grid gradient's sums over the channels run so far
+};
+
+// A block of bilinear points, in structure-of-arrays form, vectorised across points:
+// (A) PrepareBlock: source indices and their derivatives (simd_cells-inl.h: vector form for
+//     zeros and border, PyTorch's scalar code for reflection), cells, weights, inside masks
+//     and the first corners' offsets;
+// (B) RunBlock, per channel: gradOutput, the corner values gathered, the grid gradient's
+//     terms in vector form, in PyTorch's order, with corners outside masked out (so that NaN
+//     and inf behave as in PyTorch, which skips them); w * g in vector form, then a scalar
+//     scatter into inputGrad in the block's point order;
+// (C) RunBlock: gridGrad = d(index)/d(grid) * the sums.
+// The caller checks OffsetsFit for both geometries.
+template <typename T, Padding P, bool kGridGrad, typename S = ComputeType<T>>
+HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, PreparedBlock<S>& out) {
+    const hn::ScalableTag<S> d;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const BackwardArgs& a = pb.args;
+    const int count = points.count;
+    const int padded = (count + lanes - 1) / lanes * lanes;
+    const bool align = a.options.align_corners;
+    HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock];
+    const int64_t cs = a.grid.stride[4];
+    LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, cs, count, padded, coord);
+    std::copy(points.grad_output, points.grad_output + count, out.grad_output);
+    std::copy(points.grid_grad, points.grid_grad + count, out.grid_grad);
+    BlockSourceIndices<S, P, true>(coord[0], padded, a.input.size[4], align, ix, out.mx);
+    BlockSourceIndices<S, P, true>(coord[1], padded, a.input.size[3], align, iy, out.my);
+    BlockSourceIndices<S, P, true>(coord[2], padded, a.input.size[2], align, iz, out.mz);
+    for (int i = count; i < padded; ++i) ix[i] = iy[i] = iz[i] = -4;  // lanes past the end: outside, never stored
+    out.cells.Compute(ix, iy, iz, padded, count, pb.acc_geometry);
+    out.whole = true;
+    out.cells.Bases(pb.acc_geometry.stride, out.acc_base);
+    if (kGridGrad && !pb.same_geometry) out.cells.Bases(pb.in_geometry.stride, out.in_base);
+}
+
+// Channels [c_begin, c_end) of a block: (B) for each, and (C) once the last is done. The
+// grid gradient's sums live in the block between calls, channels taken in order.
+template <typename T, bool kGridGrad, typename S = ComputeType<T>>
+HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block, int64_t c_begin, int64_t c_end) {
+    const hn::ScalableTag<S> d;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const BackwardArgs& a = pb.args;
+    const BlockCells<S>& cells = block.cells;
+    const int count = cells.count, padded = cells.padded;
+    const auto* acc_base = block.acc_base;
+    const auto* in_base = pb.same_geometry ? block.acc_base : block.in_base;
+    HWY_ALIGN S g[kBlock], v[8][kBlock], wg[8][kBlock];
+    S* HWY_RESTRICT gix = block.gix;
+    S* HWY_RESTRICT giy = block.giy;
+    S* HWY_RESTRICT giz = block.giz;
+    const auto zero = hn::Zero(d);
+    if (c_begin == 0)
+        for (int i = 0; i < padded; i += lanes) {
+            hn::Store(zero, d, gix + i), hn::Store(zero, d, giy + i), hn::Store(zero, d, giz + i);
+        }
+
+    // (B). With C = 0 the input and the accumulator have no data to offset (the grid
+    // gradient, zero, is still written below).
+    const T* in_n = pb.channels ? pb.in + n * a.input.stride[0] : nullptr;
+    S* acc_n = pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
+    auto channel_terms = [&](auto all_inside) HWY_ATTR {
+        for (int i = 0; i < padded; i += lanes) {
+            const auto vg = hn::Load(d, g + i);
+            for (int k = 0; k < 8; ++k) hn::Store(hn::Mul(hn::Load(d, cells.weight[k] + i), vg), d, wg[k] + i);
+            if constexpr (kGridGrad) {
+                auto gx = hn::Load(d, gix + i), gy = hn::Load(d, giy + i), gz = hn::Load(d, giz + i);
+                const decltype(gx) wxs[2] = {hn::Load(d, cells.wx[0] + i), hn::Load(d, cells.wx[1] + i)},
+                                   wys[2] = {hn::Load(d, cells.wy[0] + i), hn::Load(d, cells.wy[1] + i)},
+                                   wzs[2] = {hn::Load(d, cells.wz[0] + i), hn::Load(d, cells.wz[1] + i)};
+                for (int k = 0; k < 8; ++k) {
+                    const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
+                    const auto vk = hn::Load(d, v[k] + i);
+                    // PyTorch: gix -= tnw_val * (iy_bse - iy) * (iz_bse - iz) * gOut, and so on.
+                    auto tx = hn::Mul(hn::Mul(hn::Mul(vk, wys[ky]), wzs[kz]), vg);
+                    auto ty = hn::Mul(hn::Mul(hn::Mul(vk, wxs[kx]), wzs[kz]), vg);
+                    auto tz = hn::Mul(hn::Mul(hn::Mul(vk, wxs[kx]), wys[ky]), vg);
+                    if constexpr (!decltype(all_inside)::value) {
+                        const auto mask = hn::Ne(hn::Load(d, cells.inside[k] + i), zero);
+                        tx = hn::IfThenElseZero(mask, tx), ty = hn::IfThenElseZero(mask, ty),
+                        tz = hn::IfThenElseZero(mask, tz);
+                    }
+                    gx = kx ? hn::Add(gx, tx) : hn::Sub(gx, tx);
+                    gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
+                    gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
+                }
+                hn::Store(gx, d, gix + i), hn::Store(gy, d, giy + i), hn::Store(gz, d, giz + i);
+            }
+        }
+    };
+    const int64_t* acc_delta = pb.acc_geometry.corner_delta;
+    for (int64_t c = c_begin; c < c_end; ++c) {
+        const T* gout_c = pb.gout + c * a.grad_output.stride[1];
+        for (int i = 0; i < count; ++i) g[i] = LoadElement(gout_c + block.grad_output[i]);
+        for (int i = count; i < padded; ++i) g[i] = 0;
+        if constexpr (kGridGrad) {
+            const T* in_c = in_n + c * a.input.stride[1];
+            cells.LoadCorners(in_c, in_base, pb.in_geometry.corner_delta, pb.in_last - (in_c - pb.in), v);
+        }
+        S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
+        if (cells.all_inside)
+            channel_terms(std::true_type{});
+        else
+            channel_terms(std::false_type{});
+        if (cells.all_inside && block.whole) {
+            for (int i = 0; i < count; ++i) {
+                S* HWY_RESTRICT q = acc_c + acc_base[i];
+                for (int k = 0; k < 8; ++k) q[acc_delta[k]] += wg[k][i];
+            }
+        } else {
+            const S(*scatter)[kBlock] = block.whole ? cells.inside : block.scatter;
+            for (int i = 0; i < count; ++i)
+                for (int k = 0; k < 8; ++k)
+                    if (scatter[k][i] != 0) acc_c[acc_base[i] + acc_delta[k]] += wg[k][i];
+        }
+    }
+
+    // (C)
+    if (kGridGrad && c_end == pb.channels) {
+        const int64_t ggs = a.grid_grad.stride[4];
+        for (int i = 0; i < count; ++i) {
+            if (!block.whole && !block.owned[i]) continue;  // another slab's task writes it
+            T* gg = pb.ggrid + block.grid_grad[i];
+            StoreElement<T>(block.mx[i] * gix[i], gg);
+            StoreElement<T>(block.my[i] * giy[i], gg + ggs);
+            StoreElement<T>(block.mz[i] * giz[i], gg + 2 * ggs);
+        }
+    }
+}
+
+// A prepared block with channels last (input, gradOutput and the accumulator have channel
+// stride 1): per point, the channels in vectors of D (lanes <= C), the rest one by one. The
+// eight corners' scatter, and the grid gradient's terms in PyTorch's expressions summed in
+// lanes and reduced once per point (an order fixed by the SIMD target and the shape).
+template <class D, typename T, bool kGridGrad, typename S = ComputeType<T>>
+HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
+    const BackwardArgs& a = pb.args;
+    const BlockCells<S>& cells = block.cells;
+    const int64_t channels = pb.channels, lanes = static_cast<int64_t>(hn::Lanes(d));
+    const int64_t vector_end = channels / lanes * lanes;
+    // With C = 0 the input and the accumulator have no data to offset (gridGrad, zero, is
+    // still written).
+    const T* in_n = channels ? pb.in + n * a.input.stride[0] : nullptr;
+    S* acc_n = channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
+    const auto* in_base = pb.same_geometry ? block.acc_base : block.in_base;
+    const int64_t* acc_delta = pb.acc_geometry.corner_delta;
+    const int64_t* in_delta = pb.in_geometry.corner_delta;
+    const int64_t ggs = a.grid_grad.stride[4];
+    for (int i = 0; i < cells.count; ++i) {
+        const T* gout_p = pb.gout + block.grad_output[i];
+        const S wx[2] = {cells.wx[0][i], cells.wx[1][i]}, wy[2] = {cells.wy[0][i], cells.wy[1][i]},
+                wz[2] = {cells.wz[0][i], cells.wz[1][i]};
+        // This task writes the point's gridGrad (a scan task: only for its own points), and
+        // which corners it scatters (a scan task: those in its slab).
+        const bool grid_grad = kGridGrad && (block.whole || block.owned[i]);
+        bool inside[8], scatter[8];
+        S* acc_k[8];
+        const T* in_k[8];
+        for (int k = 0; k < 8; ++k) {
+            inside[k] = cells.all_inside || cells.inside[k][i] != 0;
+            scatter[k] = block.whole ? inside[k] : block.scatter[k][i] != 0;
+            // Pointers only to corners inside, from the summed offset (a first corner at -1
+            // along an axis is not an address in the volume); in_base is set only for gridGrad.
+            const bool valid = inside[k] && channels;
+            acc_k[k] = valid ? acc_n + (static_cast<int64_t>(block.acc_base[i]) + acc_delta[k]) : nullptr;
+            in_k[k] = kGridGrad && valid ? in_n + (static_cast<int64_t>(in_base[i]) + in_delta[k]) : nullptr;
+        }
+        auto gx = hn::Zero(d), gy = hn::Zero(d), gz = hn::Zero(d);
+        for (int64_t c = 0; c < vector_end; c += lanes) {
+            const auto g = hn::LoadU(d, gout_p + c);
+            for (int k = 0; k < 8; ++k) {
+                if (!inside[k]) continue;
+                if (scatter[k])
+                    hn::StoreU(hn::Add(hn::LoadU(d, acc_k[k] + c), hn::Mul(hn::Set(d, cells.weight[k][i]), g)), d,
+                               acc_k[k] + c);
+                if (grid_grad) {
+                    const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
+                    const auto v = hn::LoadU(d, in_k[k] + c);
+                    const auto tx = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wy[ky])), hn::Set(d, wz[kz])), g);
+                    const auto ty = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wx[kx])), hn::Set(d, wz[kz])), g);
+                    const auto tz = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wx[kx])), hn::Set(d, wy[ky])), g);
+                    gx = kx ? hn::Add(gx, tx) : hn::Sub(gx, tx);
+                    gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
+                    gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
+                }
+            }
+        }
+        S gix = hn::GetLane(hn::SumOfLanes(d, gx)), giy = hn::GetLane(hn::SumOfLanes(d, gy)),
+          giz = hn::GetLane(hn::SumOfLanes(d, gz));
+        for (int64_t c = vector_end; c < channels; ++c) {
+            const S g = gout_p[c];
+            for (int k = 0; k < 8; ++k) {
+                if (!inside[k]) continue;
+                if (scatter[k]) acc_k[k][c] += cells.weight[k][i] * g;
+                if (grid_grad) {
+                    const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
+                    const S v = in_k[k][c];
+                    const S tx = v * wy[ky] * wz[kz] * g, ty = v * wx[kx] * wz[kz] * g, tz = v * wx[kx] * wy[ky] * g;
+                    gix = kx ? gix + tx : gix - tx;
+                    giy = ky ? giy + ty : giy - ty;
+                    giz = kz ? giz + tz : giz - tz;
+                }
+            }
+        }
+        if (grid_grad) {
+            T* gg = pb.ggrid + block.grid_grad[i];
+            gg[0] = FromCompute<T>(block.mx[i] * gix);
+            gg[ggs] = FromCompute<T>(block.my[i] * giy);
+            gg[2 * ggs] = FromCompute<T>(block.mz[i] * giz);
+        }
+    }
+}
+
+// Runs a prepared block: channels in vectors (channels last; the widest vector that the
+// channel count fills), or points in vectors (RunBlock).
+template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
+HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block) {
+    if constexpr (kUnitChannels && std::is_same_v<T, S>) {
+        const hn::ScalableTag<S> full;
+        const hn::CappedTag<S, 8> eight;
+        const hn::CappedTag<S, 4> four;
+        if (pb.channels >= static_cast<int64_t>(hn::Lanes(full)))
+            RunBlockChannelsLast<decltype(full), T, kGridGrad>(full, pb, n, block);
+        else if (pb.channels >= static_cast<int64_t>(hn::Lanes(eight)))
+            RunBlockChannelsLast<decltype(eight), T, kGridGrad>(eight, pb, n, block);
+        else
+            RunBlockChannelsLast<decltype(four), T, kGridGrad>(four, pb, n, block);
+    } else {
+        RunBlock<T, kGridGrad>(pb, n, block, 0, pb.channels);
+    }
+}
+
+// A task's prepared blocks (one batch item), run a chunk at a time. With channels apart
+// (NCDHW) and more than one, channel by channel over the chunk: a channel's gathers and
+// scatters for all the chunk's points before the next channel's, so that its lines are
+// reused from L1 across the blocks instead of every channel's passing through per block.
+// Each element's sum keeps its order (the chunk's points in order, per channel), and each
+// point's grid gradient its channel order.
+template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
+class BlockChunk {
+  public:
+    static constexpr int kBlocks = 8;
+    BlockChunk(const Problem<T>& pb, int64_t n) : pb_(pb), n_(n), blocks_(kUnitChannels || pb.channels <= 1 ? 1 : kBlocks) {}
+    PreparedBlock<S>& Next() { return blocks_[used_]; }
+    // Takes the block filled through Next(); runs the chunk when full. The caller runs the
+    // rest at the end.
+    void Add() {
+        if (++used_ == static_cast<int>(blocks_.size())) Run();
+    }
+    void Run() {
+        if (used_ == 1 || kUnitChannels) {
+            for (int b = 0; b < used_; ++b) RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb_, n_, blocks_[b]);
+        } else if (used_ > 1) {
+            for (int64_t c = 0; c < pb_.channels; ++c)
+                for (int b = 0; b < used_; ++b) RunBlock<T, kGridGrad>(pb_, n_, blocks_[b], c, c + 1);
+        }
+        used_ = 0;
+    }
+
+  private:
+    const Problem<T>& pb_;
+    int64_t n_;
+    std::vector<PreparedBlock<S>> blocks_;
+    int used_ = 0;
+};
+
+// A block of nearest points: source indices with SIMD (with the backward clip, as PyTorch's
+// backward), each point's voxel, then per channel a scalar scatter of gradOutput into the
+// voxels, in the block's point order. (gridGrad, 0, is written by SlabBackward in grid order.)
+template <typename T, Padding P, typename S = ComputeType<T>>
+HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock& points) {
+    const hn::ScalableTag<S> d;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const BackwardArgs& a = pb.args;
+    const int count = points.count;
+    const int padded = (count + lanes - 1) / lanes * lanes;
+    HWY_ALIGN S coord[3][kBlock], index[3][kBlock], unused[kBlock];
+    const int64_t cs = a.grid.stride[4];
+    LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, cs, count, padded, coord);
+    const int64_t sizes[3] = {a.input.size[4], a.input.size[3], a.input.size[2]};  // x, y, z
+    for (int axis = 0; axis < 3; ++axis)
+        BlockSourceIndices<S, P, true>(coord[axis], padded, sizes[axis], a.options.align_corners, index[axis], unused);
+    const S* const indices[3] = {index[0], index[1], index[2]};
+    BlockVoxels<S> voxels;
+    voxels.Compute(indices, padded, count, pb.acc_geometry);
+    // With C = 0 the accumulator has no data to offset.
+    S* acc_n = pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
+    for (int64_t c = 0; c < pb.channels; ++c) {
+        const T* gout_c = pb.gout + c * a.grad_output.stride[1];
+        S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
+        for (int i = 0; i < count; ++i)
+            if (voxels.inside[i] != 0) acc_c[voxels.offset[i]] += LoadElement(gout_c + points.grad_output[i]);
+    }
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace gs3d::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_

@@ -1,0 +1,233 @@
+// The backward kernel's problem (its arguments pulled out once) and its point-by-point path
+// (BackwardPoint): PyTorch's scalar expressions, corner by corner, for the cases that the
+// SIMD blocks do not take (offsets that do not fit int32, gridGrad alone, more than 2^32
+// points).
+//
+// Compiled into each SIMD target: included by grid_sampler3d_backward.cpp (after
+// foreach_target.h) only; Highway's per-target include guard.
+#if defined(GS3D_KERNELS_BACKWARD_POINT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_BACKWARD_POINT_INL_H_
+#undef GS3D_KERNELS_BACKWARD_POINT_INL_H_
+#else
+#define GS3D_KERNELS_BACKWARD_POINT_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/coordinates.h"
+#include "kernels/element_types.h"
+#include "kernels/grid_sampler3d_kernels.h"
+#include "kernels/trilinear_corners.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gs3d::kernels {
+namespace HWY_NAMESPACE {
+namespace {  // one translation unit: grid_sampler3d_backward.cpp
+
+template <typename T>
+constexpr bool kAccumulatesInBuffer = !std::is_same_v<T, ComputeType<T>>;
+
+template <typename S>
+struct SourceIndices {
+    S ix, iy, iz;  // source indices
+    S mx, my, mz;  // d(index)/d(grid value)
+};
+
+template <typename T, Padding P, typename S = ComputeType<T>>
+HWY_INLINE SourceIndices<S> LoadSourceIndices(const T* g, int64_t coord_stride, const View5& in, bool align) {
+    SourceIndices<S> s;
+    s.ix = SourceIndexWithDerivative<S, P>(ToCompute(g[0]), in.size[4], align, &s.mx);
+    s.iy = SourceIndexWithDerivative<S, P>(ToCompute(g[coord_stride]), in.size[3], align, &s.my);
+    s.iz = SourceIndexWithDerivative<S, P>(ToCompute(g[2 * coord_stride]), in.size[2], align, &s.mz);
+    return s;
+}
+
+// Everything a pass needs, pulled out of the arguments once.
+template <typename T>
+struct Problem {
+    using S = ComputeType<T>;
+    const BackwardArgs& args;
+    const T* in;
+    const T* grid;
+    const T* gout;
+    T* ggrid;
+    S* acc;                // inputGrad accumulator: the output, or the fp32 buffer
+    int64_t acc_stride[5];
+    int64_t batch, channels, out_d, out_h, out_w;
+    TrilinearGeometry in_geometry, acc_geometry;
+    bool same_geometry;  // input and accumulator have the same (D, H, W) strides
+    int64_t in_last;     // the input's largest element offset
+
+    Problem(const BackwardArgs& a, S* accumulator, const int64_t* accumulator_strides)
+        : args(a),
+          in(static_cast<const T*>(a.input.data)),
+          grid(static_cast<const T*>(a.grid.data)),
+          gout(static_cast<const T*>(a.grad_output.data)),
+          ggrid(static_cast<T*>(a.grid_grad.data)),
+          acc(accumulator),
+          acc_stride{accumulator_strides[0], accumulator_strides[1], accumulator_strides[2], accumulator_strides[3],
+                     accumulator_strides[4]},
+          batch(a.input.size[0]),
+          channels(a.input.size[1]),
+          out_d(a.grid.size[1]),
+          out_h(a.grid.size[2]),
+          out_w(a.grid.size[3]),
+          in_geometry(a.input),
+          acc_geometry(a.input_grad, accumulator_strides + 2),
+          same_geometry(in_geometry.stride[0] == acc_geometry.stride[0] && in_geometry.stride[1] == acc_geometry.stride[1] &&
+                        in_geometry.stride[2] == acc_geometry.stride[2]),
+          in_last(LastElementOffset(a.input)) {}
+
+    const T* GridPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
+        const View5& g = args.grid;
+        return grid + n * g.stride[0] + d * g.stride[1] + h * g.stride[2] + w * g.stride[3];
+    }
+    T* GridGradPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
+        const View5& g = args.grid_grad;
+        return ggrid + n * g.stride[0] + d * g.stride[1] + h * g.stride[2] + w * g.stride[3];
+    }
+    const T* GradOutputPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
+        const View5& g = args.grad_output;
+        if (!gout) return nullptr;  // C = 0: no element to read, and no data
+        return gout + n * g.stride[0] + d * g.stride[2] + h * g.stride[3] + w * g.stride[4];
+    }
+    void WriteGridGrad(int64_t n, int64_t d, int64_t h, int64_t w, S gx, S gy, S gz) const {
+        T* gg = GridGradPoint(n, d, h, w);
+        const int64_t cs = args.grid_grad.stride[4];
+        gg[0] = FromCompute<T>(gx);
+        gg[cs] = FromCompute<T>(gy);
+        gg[2 * cs] = FromCompute<T>(gz);
+    }
+};
+
+// A bilinear point whose eight corners are all inside: no tests, every corner written out
+// with PyTorch's expressions in PyTorch's order (for each channel: the eight scatters, then
+// the eight corners' terms of the grid gradient), so that values, NaN and inf included,
+// agree with it. Corners are addressed from the cell's first corner with the strides.
+template <typename T, bool kInputGrad, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
+HWY_INLINE void BilinearInsidePoint(const Problem<T>& pb, const TrilinearCorners<S>& cell, const SourceIndices<S>& s,
+                                    int64_t n, int64_t d, int64_t h, int64_t w, const T* HWY_RESTRICT in_n,
+                                    const T* HWY_RESTRICT gout_p, S* HWY_RESTRICT acc_n) {
+    const BackwardArgs& a = pb.args;
+    const int64_t gout_cs = kUnitChannels ? 1 : a.grad_output.stride[1];
+    const int64_t in_cs = kUnitChannels ? 1 : a.input.stride[1];
+    const int64_t acc_cs = kUnitChannels ? 1 : pb.acc_stride[1];
+    const TrilinearGeometry& ag = pb.acc_geometry;
+    const TrilinearGeometry& ig = pb.in_geometry;
+    const int64_t asz = ag.stride[0], asy = ag.stride[1], asx = ag.stride[2];
+    const int64_t isz = ig.stride[0], isy = ig.stride[1], isx = ig.stride[2];
+    const int64_t acc_base = cell.z0 * asz + cell.y0 * asy + cell.x0 * asx;
+    const int64_t in_base = cell.z0 * isz + cell.y0 * isy + cell.x0 * isx;
+    const S wx0 = cell.wx[0], wx1 = cell.wx[1], wy0 = cell.wy[0], wy1 = cell.wy[1], wz0 = cell.wz[0],
+            wz1 = cell.wz[1];
+    const S* wt = cell.weight;
+    S gix = 0, giy = 0, giz = 0;
+    auto channel = [&](int64_t c, S& gx, S& gy, S& gz) HWY_ATTR __attribute__((always_inline)) {
+        const S g = ToCompute(gout_p[c * gout_cs]);
+        if constexpr (kInputGrad) {
+            S* HWY_RESTRICT p = acc_n + c * acc_cs + acc_base;
+            p[0] += wt[0] * g;
+            p[asx] += wt[1] * g;
+            p[asy] += wt[2] * g;
+            p[asy + asx] += wt[3] * g;
+            p[asz] += wt[4] * g;
+            p[asz + asx] += wt[5] * g;
+            p[asz + asy] += wt[6] * g;
+            p[asz + asy + asx] += wt[7] * g;
+        }
+        if constexpr (kGridGrad) {
+            const T* HWY_RESTRICT q = in_n + c * in_cs + in_base;
+            const S v0 = ToCompute(q[0]), v1 = ToCompute(q[isx]), v2 = ToCompute(q[isy]),
+                    v3 = ToCompute(q[isy + isx]), v4 = ToCompute(q[isz]), v5 = ToCompute(q[isz + isx]),
+                    v6 = ToCompute(q[isz + isy]), v7 = ToCompute(q[isz + isy + isx]);
+            gx -= v0 * wy0 * wz0 * g; gy -= v0 * wx0 * wz0 * g; gz -= v0 * wx0 * wy0 * g;
+            gx += v1 * wy0 * wz0 * g; gy -= v1 * wx1 * wz0 * g; gz -= v1 * wx1 * wy0 * g;
+            gx -= v2 * wy1 * wz0 * g; gy += v2 * wx0 * wz0 * g; gz -= v2 * wx0 * wy1 * g;
+            gx += v3 * wy1 * wz0 * g; gy += v3 * wx1 * wz0 * g; gz -= v3 * wx1 * wy1 * g;
+            gx -= v4 * wy0 * wz1 * g; gy -= v4 * wx0 * wz1 * g; gz += v4 * wx0 * wy0 * g;
+            gx += v5 * wy0 * wz1 * g; gy -= v5 * wx1 * wz1 * g; gz += v5 * wx1 * wy0 * g;
+            gx -= v6 * wy1 * wz1 * g; gy += v6 * wx0 * wz1 * g; gz += v6 * wx0 * wy1 * g;
+            gx += v7 * wy1 * wz1 * g; gy += v7 * wx1 * wz1 * g; gz += v7 * wx1 * wy1 * g;
+        }
+    };
+    if constexpr (kUnitChannels) {
+        // Channels contiguous (NDHWC): vectorised across channels. The corners of different
+        // channels are distinct elements (outputs are checked not to overlap). The grid
+        // gradient is then summed in lanes, in an order fixed by the SIMD target.
+#pragma omp simd reduction(+ : gix, giy, giz)
+        for (int64_t c = 0; c < pb.channels; ++c) channel(c, gix, giy, giz);
+    } else {
+        for (int64_t c = 0; c < pb.channels; ++c) channel(c, gix, giy, giz);
+    }
+    if constexpr (kGridGrad) pb.WriteGridGrad(n, d, h, w, s.mx * gix, s.my * giy, s.mz * giz);
+}
+
+// All work for one grid point: scatter into inputGrad (kInputGrad) and its gridGrad
+// (kGridGrad). kUnitChannels: input, gradOutput and the accumulator have channel stride 1.
+template <typename T, Interpolation I, Padding P, bool kInputGrad, bool kGridGrad, bool kUnitChannels>
+HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, int64_t w) {
+    using S = ComputeType<T>;
+    const BackwardArgs& a = pb.args;
+    const SourceIndices<S> s =
+        LoadSourceIndices<T, P>(pb.GridPoint(n, d, h, w), a.grid.stride[4], a.input, a.options.align_corners);
+    const T* HWY_RESTRICT gout_p = pb.GradOutputPoint(n, d, h, w);
+    // With C = 0 the input has no data, and without inputGrad there is no accumulator: both
+    // are null then, and offsetting null is undefined.
+    const T* HWY_RESTRICT in_n = pb.in ? pb.in + n * a.input.stride[0] : nullptr;
+    S* HWY_RESTRICT acc_n = kInputGrad && pb.acc ? pb.acc + n * pb.acc_stride[0] : nullptr;
+    const int64_t gout_cs = kUnitChannels ? 1 : a.grad_output.stride[1];
+    const int64_t in_cs = kUnitChannels ? 1 : a.input.stride[1];
+    const int64_t acc_cs = kUnitChannels ? 1 : pb.acc_stride[1];
+    if constexpr (I == Interpolation::kNearest) {
+        if constexpr (kInputGrad) {
+            NearestCorner corner;
+            corner.Compute(s.ix, s.iy, s.iz, pb.acc_geometry);
+            if (corner.inside)
+                for (int64_t c = 0; c < pb.channels; ++c)
+                    acc_n[c * acc_cs + corner.offset] += ToCompute(gout_p[c * gout_cs]);
+        }
+        if constexpr (kGridGrad) pb.WriteGridGrad(n, d, h, w, 0, 0, 0);  // piecewise constant
+    } else {
+        TrilinearCorners<S> acc_corners;
+        if (acc_corners.Compute(s.ix, s.iy, s.iz, pb.acc_geometry)) {
+            BilinearInsidePoint<T, kInputGrad, kGridGrad, kUnitChannels>(pb, acc_corners, s, n, d, h, w, in_n,
+                                                                         gout_p, acc_n);
+            return;
+        }
+        // Near the border: the corners one by one, with PyTorch's expressions.
+        TrilinearCorners<S> in_corners = acc_corners;
+        if constexpr (kGridGrad) in_corners.FillOffsets(pb.in_geometry);
+        S gix = 0, giy = 0, giz = 0;
+        for (int64_t c = 0; c < pb.channels; ++c) {
+            const S g = ToCompute(gout_p[c * gout_cs]);
+            S* HWY_RESTRICT acc_c = kInputGrad ? acc_n + c * acc_cs : nullptr;  // c < C: acc_n is set
+            const T* HWY_RESTRICT in_c = in_n + c * in_cs;
+            for (int k = 0; k < 8; ++k) {
+                if (!acc_corners.inside[k]) continue;
+                if constexpr (kInputGrad) acc_c[acc_corners.offset[k]] += acc_corners.weight[k] * g;
+                if constexpr (kGridGrad) {
+                    const int bx = k & 1, by = (k >> 1) & 1, bz = k >> 2;
+                    const S v = ToCompute(in_c[in_corners.offset[k]]);
+                    // d(weight)/d(ix) is -+ wy * wz, and likewise for y and z.
+                    const S dx = v * acc_corners.wy[by] * acc_corners.wz[bz] * g;
+                    const S dy = v * acc_corners.wx[bx] * acc_corners.wz[bz] * g;
+                    const S dz = v * acc_corners.wx[bx] * acc_corners.wy[by] * g;
+                    gix = bx ? gix + dx : gix - dx;
+                    giy = by ? giy + dy : giy - dy;
+                    giz = bz ? giz + dz : giz - dz;
+                }
+            }
+        }
+        if constexpr (kGridGrad) pb.WriteGridGrad(n, d, h, w, s.mx * gix, s.my * giy, s.mz * giz);
+    }
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace gs3d::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // GS3D_KERNELS_BACKWARD_POINT_INL_H_
