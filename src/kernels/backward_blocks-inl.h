@@ -50,6 +50,20 @@ struct PreparedBlock {
     HWY_ALIGN S gix[kBlock], giy[kBlock], giz[kBlock];  // the grid gradient's sums over the channels run so far
 };
 
+// The source indices along D (with the backward clip) of a row's points w0 .. w0 + count - 1
+// into iz; lanes up to `padded` from grid value 0. For the passes that need D alone: the
+// sorted plan's keys and the scan plan's row ranges.
+template <typename T, Padding P, typename S = ComputeType<T>>
+HWY_INLINE void RowBlockDepthIndices(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, int64_t w0, int count,
+                                     int padded, S* HWY_RESTRICT iz) {
+    HWY_ALIGN S coord[kBlock], unused[kBlock];
+    const T* g = pb.GridPoint(n, d, h, w0) + 2 * pb.args.grid.stride[4];
+    const int64_t gs = pb.args.grid.stride[3];
+    for (int i = 0; i < count; ++i) coord[i] = LoadElement(g + i * gs);
+    for (int i = count; i < padded; ++i) coord[i] = 0;
+    BlockSourceIndices<S, P, true>(coord, padded, pb.args.input.size[2], pb.args.options.align_corners, iz, unused);
+}
+
 // A block of bilinear points, in structure-of-arrays form, vectorised across points:
 // (A) PrepareBlock: source indices and their derivatives (simd_cells-inl.h: vector form for
 //     zeros and border, PyTorch's scalar code for reflection), cells, weights, inside masks

@@ -51,18 +51,15 @@ HWY_INLINE void RowPlanes(const Problem<T>& pb, int64_t n, int64_t d, int64_t h,
     using S = ComputeType<T>;
     const hn::ScalableTag<S> dv;
     const int lanes = static_cast<int>(hn::Lanes(dv));
-    const int64_t depth = pb.args.input.size[2], cs = pb.args.grid.stride[4], gs = pb.args.grid.stride[3];
+    const int64_t depth = pb.args.input.size[2];
     const auto neg_one = hn::Set(dv, S(-1)), extent = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv),
                one = hn::Set(dv, S(1)), last_plane = hn::Set(dv, static_cast<S>(depth - 1));
     auto low = extent, high = neg_one;  // no plane yet
-    HWY_ALIGN S coord[kBlock], iz[kBlock], unused[kBlock];
+    HWY_ALIGN S iz[kBlock];
     for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
         const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
         const int padded = (count + lanes - 1) / lanes * lanes;
-        const T* g = pb.GridPoint(n, d, h, w0) + 2 * cs;
-        for (int i = 0; i < count; ++i) coord[i] = LoadElement(g + i * gs);
-        for (int i = count; i < padded; ++i) coord[i] = 0;
-        BlockSourceIndices<S, P, true>(coord, padded, depth, pb.args.options.align_corners, iz, unused);
+        RowBlockDepthIndices<T, P>(pb, n, d, h, w0, count, padded, iz);
         for (int i = 0; i < padded; i += lanes) {
             const auto v = hn::Load(dv, iz + i);
             const auto real = hn::FirstN(dv, static_cast<size_t>(count - i));
