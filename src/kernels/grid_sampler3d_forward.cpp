@@ -77,6 +77,23 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
     }
 }
 
+// Lanes i .. min(i + lanes, count) - 1 of v into out_c[j * out_ws], rounded to T: one
+// unaligned store for a full vector into a packed row of the compute type, else lane by lane.
+template <typename T, class D>
+HWY_INLINE void StoreRowLanes(D d, hn::Vec<D> v, T* HWY_RESTRICT out_c, int i, int count, int64_t out_ws) {
+    using S = hn::TFromD<D>;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    if constexpr (std::is_same_v<T, S>) {
+        if (out_ws == 1 && i + lanes <= count) {
+            hn::StoreU(v, d, out_c + i);
+            return;
+        }
+    }
+    HWY_ALIGN S value[hn::MaxLanes(d)];
+    hn::Store(v, d, value);
+    for (int j = 0; j < lanes && i + j < count; ++j) StoreElement<T>(value[j], out_c + (i + j) * out_ws);
+}
+
 // A row segment of up to kBlock bilinear points, vectorised across points: source indices,
 // cells and weights with SIMD (simd_cells-inl.h), the corner values gathered per channel,
 // then value = 0 + v0 * w0 + ... + v7 * w7 in vector form with the corners outside masked out
@@ -115,15 +132,7 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
                 if (!cells.all_inside) term = hn::IfThenElseZero(hn::Ne(hn::Load(d, cells.inside[k] + i), zero), term);
                 sum = hn::Add(sum, term);
             }
-            if constexpr (std::is_same_v<T, S>) {
-                if (out_ws == 1 && i + lanes <= count) {
-                    hn::StoreU(sum, d, out_c + i);
-                    continue;
-                }
-            }
-            HWY_ALIGN S value[hn::MaxLanes(d)];
-            hn::Store(sum, d, value);
-            for (int j = 0; j < lanes && i + j < count; ++j) StoreElement<T>(value[j], out_c + (i + j) * out_ws);
+            StoreRowLanes(d, sum, out_c, i, count, out_ws);
         }
     }
 }
@@ -141,7 +150,7 @@ HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, co
     const View5& in = args.input;
     const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
     const bool align = args.options.align_corners;
-    HWY_ALIGN S coord[3][kBlock], index[3][kBlock], value[kBlock];
+    HWY_ALIGN S coord[3][kBlock], index[3][kBlock];
     LoadGridRow(grid_row + w_begin * gs, gs, cs, count, padded, coord);
     const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};  // x, y, z
     for (int axis = 0; axis < 3; ++axis)
@@ -158,12 +167,8 @@ HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, co
             for (int i = 0; i < padded; i += lanes) {
                 auto v = hn::GatherIndex(d, in_c, hn::Load(di, voxels.offset + i));  // outside: element 0
                 if (!voxels.all_inside) v = hn::IfThenElseZero(hn::Ne(hn::Load(d, voxels.inside + i), zero), v);
-                if (out_ws == 1 && i + lanes <= count)
-                    hn::StoreU(v, d, out_c + i);
-                else
-                    hn::Store(v, d, value + i);
+                StoreRowLanes(d, v, out_c, i, count, out_ws);
             }
-            for (int i = out_ws == 1 ? count / lanes * lanes : 0; i < count; ++i) out_c[i * out_ws] = value[i];
         } else {
             for (int i = 0; i < count; ++i)
                 StoreElement<T>(voxels.inside[i] != 0 ? LoadElement(in_c + voxels.offset[i]) : S(0), out_c + i * out_ws);
