@@ -109,7 +109,10 @@ HWY_INLINE void RestrictToSlab(PreparedBlock<S>& block, int64_t z_begin, int64_t
     }
 }
 
-template <typename T, Interpolation I, Padding P, bool kGridGrad, bool kUnitChannels>
+// Any channel strides: nearest addresses each channel by its stride, and bilinear with one
+// channel has no channel stride to vectorise over, so the points-in-vectors blocks serve
+// NDHWC as well.
+template <typename T, Interpolation I, Padding P, bool kGridGrad>
 bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     using S = ComputeType<T>;
     const BackwardArgs& a = pb.args;
@@ -174,7 +177,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         const S* const indices[3] = {index[0], index[1], index[2]};
         BlockVoxels<S> voxels;
         PointBlock points;
-        BlockChunk<T, kGridGrad, kUnitChannels> chunked(pb, n);
+        BlockChunk<T, kGridGrad, /*kUnitChannels=*/false> chunked(pb, n);
         for (int64_t row = 0; row < rows; ++row) {
             const int64_t r = n * rows + row;
             if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)

@@ -270,10 +270,7 @@ void Backward(const BackwardArgs& args, void* workspace) {
             PerChannelBackward<T, I, P, true>(pb);
         else
             PerChannelBackward<T, I, P, false>(pb);
-    } else if (args.compute_grid_grad ? (unit_channels ? ScanBackward<T, I, P, true, true>(pb, ws)
-                                                        : ScanBackward<T, I, P, true, false>(pb, ws))
-                                      : (unit_channels ? ScanBackward<T, I, P, false, true>(pb, ws)
-                                                       : ScanBackward<T, I, P, false, false>(pb, ws))) {
+    } else if (args.compute_grid_grad ? ScanBackward<T, I, P, true>(pb, ws) : ScanBackward<T, I, P, false>(pb, ws)) {
         // done by scanning
     } else if (args.compute_grid_grad) {
         if (unit_channels)
