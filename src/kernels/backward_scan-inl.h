@@ -166,6 +166,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         int64_t gout_offset[I == Interpolation::kNearest ? kChunk : 1];
         int chunk = 0;
         auto flush = [&] {
+            if (chunk == 0) return;  // also: an empty grid's gradOutput has no data to offset
             for (int64_t c = 0; c < pb.channels; ++c) {
                 const T* HWY_RESTRICT gout_c = pb.gout + c * a.grad_output.stride[1];
                 S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
