@@ -31,6 +31,15 @@ namespace {  // one translation unit: grid_sampler3d_backward.cpp
 struct PointBlock {
     int count = 0;
     int64_t grid[kBlock], grad_output[kBlock], grid_grad[kBlock];
+
+    // Adds point w of a row (Problem::Row); returns whether the block is full.
+    template <class RowOffsets>
+    bool Append(const RowOffsets& row, int64_t w) {
+        grid[count] = row.grid + w * row.grid_w;
+        grad_output[count] = row.grad_output + w * row.grad_output_w;
+        grid_grad[count] = row.grid_grad + w * row.grid_grad_w;
+        return ++count == kBlock;
+    }
 };
 
 // A block of bilinear points after its per-point work (stage A below): cells,
@@ -50,18 +59,25 @@ struct PreparedBlock {
     HWY_ALIGN S gix[kBlock], giy[kBlock], giz[kBlock];  // the grid gradient's sums over the channels run so far
 };
 
-// The source indices along D (with the backward clip) of a row's points w0 .. w0 + count - 1
-// into iz; lanes up to `padded` from grid value 0. For the passes that need D alone: the
+// Walks a grid row in blocks of kBlock points: for each, the source indices along D (with
+// the backward clip) of its points w0 .. w0 + count - 1, lanes up to `padded` from grid
+// value 0, given to visit(w0, count, padded, iz). For the passes that need D alone: the
 // sorted plan's keys and the scan plan's row ranges.
-template <typename T, Padding P, typename S = ComputeType<T>>
-HWY_INLINE void RowBlockDepthIndices(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, int64_t w0, int count,
-                                     int padded, S* HWY_RESTRICT iz) {
-    HWY_ALIGN S coord[kBlock], unused[kBlock];
-    const T* g = pb.GridPoint(n, d, h, w0) + 2 * pb.args.grid.stride[4];
+template <typename T, Padding P, typename Visit>
+HWY_INLINE void ForEachRowBlockDepth(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, Visit&& visit) {
+    using S = ComputeType<T>;
+    const int lanes = static_cast<int>(hn::Lanes(hn::ScalableTag<S>()));
+    HWY_ALIGN S coord[kBlock], iz[kBlock], unused[kBlock];
     const int64_t gs = pb.args.grid.stride[3];
-    for (int i = 0; i < count; ++i) coord[i] = LoadElement(g + i * gs);
-    for (int i = count; i < padded; ++i) coord[i] = 0;
-    BlockSourceIndices<S, P, true>(coord, padded, pb.args.input.size[2], pb.args.options.align_corners, iz, unused);
+    for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
+        const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
+        const int padded = (count + lanes - 1) / lanes * lanes;
+        const T* g = pb.GridPoint(n, d, h, w0) + 2 * pb.args.grid.stride[4];
+        for (int i = 0; i < count; ++i) coord[i] = LoadElement(g + i * gs);
+        for (int i = count; i < padded; ++i) coord[i] = 0;
+        BlockSourceIndices<S, P, true>(coord, padded, pb.args.input.size[2], pb.args.options.align_corners, iz, unused);
+        visit(w0, count, padded, static_cast<S*>(iz));
+    }
 }
 
 // A block of bilinear points, in structure-of-arrays form, vectorised across points:
@@ -327,6 +343,21 @@ class BlockChunk {
     int used_ = 0;
 };
 
+// The nearest voxels of a block's points (grid values in coord, `count` real of `padded`),
+// with the backward clip, as PyTorch's backward; voxels outside planes [z_begin, z_end)
+// count as outside.
+template <typename T, Padding P, typename S = ComputeType<T>>
+HWY_INLINE void NearestVoxels(const Problem<T>& pb, S (*HWY_RESTRICT coord)[kBlock], int count, int padded,
+                              int64_t z_begin, int64_t z_end, BlockVoxels<S>& voxels) {
+    const BackwardArgs& a = pb.args;
+    HWY_ALIGN S index[3][kBlock], unused[kBlock];
+    const int64_t sizes[3] = {a.input.size[4], a.input.size[3], a.input.size[2]};  // x, y, z
+    for (int axis = 0; axis < 3; ++axis)
+        BlockSourceIndices<S, P, true>(coord[axis], padded, sizes[axis], a.options.align_corners, index[axis], unused);
+    const S* const indices[3] = {index[0], index[1], index[2]};
+    voxels.Compute(indices, padded, count, pb.acc_geometry, z_begin, z_end);
+}
+
 // A block of nearest points: source indices with SIMD (with the backward clip, as PyTorch's
 // backward), each point's voxel, then per channel a scalar scatter of gradOutput into the
 // voxels, in the block's point order. (gridGrad, 0, is written by SlabBackward in grid order.)
@@ -337,15 +368,10 @@ HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock
     const BackwardArgs& a = pb.args;
     const int count = points.count;
     const int padded = (count + lanes - 1) / lanes * lanes;
-    HWY_ALIGN S coord[3][kBlock], index[3][kBlock], unused[kBlock];
-    const int64_t cs = a.grid.stride[4];
-    LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, cs, count, padded, coord);
-    const int64_t sizes[3] = {a.input.size[4], a.input.size[3], a.input.size[2]};  // x, y, z
-    for (int axis = 0; axis < 3; ++axis)
-        BlockSourceIndices<S, P, true>(coord[axis], padded, sizes[axis], a.options.align_corners, index[axis], unused);
-    const S* const indices[3] = {index[0], index[1], index[2]};
+    HWY_ALIGN S coord[3][kBlock];
+    LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, a.grid.stride[4], count, padded, coord);
     BlockVoxels<S> voxels;
-    voxels.Compute(indices, padded, count, pb.acc_geometry);
+    NearestVoxels<T, P>(pb, coord, count, padded, 0, a.input.size[2], voxels);
     // With C = 0 the accumulator has no data to offset.
     S* acc_n = pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
     for (int64_t c = 0; c < pb.channels; ++c) {

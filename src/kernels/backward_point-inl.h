@@ -94,6 +94,21 @@ struct Problem {
         if (!gout) return nullptr;  // C = 0: no element to read, and no data
         return gout + n * g.stride[0] + d * g.stride[2] + h * g.stride[3] + w * g.stride[4];
     }
+    // Where a grid row's points are: point w of row (n, d, h) is at grid + w * grid_w in the
+    // grid, and so on (gradOutput: channel 0).
+    struct RowOffsets {
+        int64_t grid, grad_output, grid_grad;
+        int64_t grid_w, grad_output_w, grid_grad_w;
+    };
+    RowOffsets Row(int64_t n, int64_t d, int64_t h) const {
+        const View5 &g = args.grid, &go = args.grad_output, &gg = args.grid_grad;
+        return {n * g.stride[0] + d * g.stride[1] + h * g.stride[2],
+                n * go.stride[0] + d * go.stride[2] + h * go.stride[3],
+                n * gg.stride[0] + d * gg.stride[1] + h * gg.stride[2],
+                g.stride[3],
+                go.stride[4],
+                gg.stride[3]};
+    }
     void WriteGridGrad(int64_t n, int64_t d, int64_t h, int64_t w, S gx, S gy, S gz) const {
         T* gg = GridGradPoint(n, d, h, w);
         const int64_t cs = args.grid_grad.stride[4];

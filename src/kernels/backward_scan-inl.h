@@ -55,11 +55,7 @@ HWY_INLINE void RowPlanes(const Problem<T>& pb, int64_t n, int64_t d, int64_t h,
     const auto neg_one = hn::Set(dv, S(-1)), extent = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv),
                one = hn::Set(dv, S(1)), last_plane = hn::Set(dv, static_cast<S>(depth - 1));
     auto low = extent, high = neg_one;  // no plane yet
-    HWY_ALIGN S iz[kBlock];
-    for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
-        const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
-        const int padded = (count + lanes - 1) / lanes * lanes;
-        RowBlockDepthIndices<T, P>(pb, n, d, h, w0, count, padded, iz);
+    ForEachRowBlockDepth<T, P>(pb, n, d, h, [&](int64_t, int count, int padded, const S* iz) HWY_ATTR {
         for (int i = 0; i < padded; i += lanes) {
             const auto v = hn::Load(dv, iz + i);
             const auto real = hn::FirstN(dv, static_cast<size_t>(count - i));
@@ -77,7 +73,7 @@ HWY_INLINE void RowPlanes(const Problem<T>& pb, int64_t n, int64_t d, int64_t h,
                 high = hn::Max(high, hn::IfThenElse(real, second, neg_one));
             }
         }
-    }
+    });
     const S first = hn::GetLane(hn::MinOfLanes(dv, low)), last = hn::GetLane(hn::MaxOfLanes(dv, high));
     if (last < 0) {  // no plane: an empty range
         *lowest = 1, *highest = 0;
@@ -146,7 +142,6 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     const hn::ScalableTag<S> dv;
     const int lanes = static_cast<int>(hn::Lanes(dv));
     const int64_t vol_h = a.input.size[3], vol_w = a.input.size[4];
-    const int64_t sizes[3] = {a.input.size[4], a.input.size[3], depth};  // x, y, z
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < pb.batch * slabs; ++task) {
         const int64_t n = task / slabs, slab = task % slabs;
@@ -174,8 +169,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
             }
             chunk = 0;
         };
-        HWY_ALIGN S coord[3][kBlock], index[3][kBlock], unused[kBlock];
-        const S* const indices[3] = {index[0], index[1], index[2]};
+        HWY_ALIGN S coord[3][kBlock];
         BlockVoxels<S> voxels;
         PointBlock points;
         BlockChunk<T, kGridGrad, /*kUnitChannels=*/false> chunked(pb, n);
@@ -183,33 +177,23 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
             const int64_t r = n * rows + row;
             if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)
                 continue;
-            const int64_t d = row / pb.out_h, h = row % pb.out_h;
-            const int64_t grid_row = n * a.grid.stride[0] + d * a.grid.stride[1] + h * a.grid.stride[2];
-            const int64_t gout_row = n * a.grad_output.stride[0] + d * a.grad_output.stride[2] + h * a.grad_output.stride[3];
+            const auto offsets = pb.Row(n, row / pb.out_h, row % pb.out_h);
             for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
                 const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
                 if constexpr (I == Interpolation::kNearest) {
                     const int padded = (count + lanes - 1) / lanes * lanes;
-                    LoadGridRow(pb.grid + grid_row + w0 * a.grid.stride[3], a.grid.stride[3], a.grid.stride[4], count,
+                    LoadGridRow(pb.grid + offsets.grid + w0 * offsets.grid_w, offsets.grid_w, a.grid.stride[4], count,
                                 padded, coord);
-                    for (int axis = 0; axis < 3; ++axis)
-                        BlockSourceIndices<S, P, true>(coord[axis], padded, sizes[axis], a.options.align_corners,
-                                                       index[axis], unused);
-                    voxels.Compute(indices, padded, count, pb.acc_geometry, z_begin, z_end);
+                    NearestVoxels<T, P>(pb, coord, count, padded, z_begin, z_end, voxels);
                     if (chunk + count > kChunk) flush();
                     for (int i = 0; i < count; ++i) {  // branch-free: in rows across two slabs, kept and not alternate
                         voxel[chunk] = voxels.offset[i];
-                        gout_offset[chunk] = gout_row + (w0 + i) * a.grad_output.stride[4];
+                        gout_offset[chunk] = offsets.grad_output + (w0 + i) * offsets.grad_output_w;
                         chunk += voxels.inside[i] != 0;
                     }
                 } else {
-                    const int64_t ggrid_row = n * a.grid_grad.stride[0] + d * a.grid_grad.stride[1] + h * a.grid_grad.stride[2];
-                    points.count = count;
-                    for (int i = 0; i < count; ++i) {
-                        points.grid[i] = grid_row + (w0 + i) * a.grid.stride[3];
-                        points.grad_output[i] = gout_row + (w0 + i) * a.grad_output.stride[4];
-                        points.grid_grad[i] = ggrid_row + (w0 + i) * a.grid_grad.stride[3];
-                    }
+                    points.count = 0;
+                    for (int i = 0; i < count; ++i) points.Append(offsets, w0 + i);
                     PreparedBlock<S>& prepared = chunked.Next();
                     PrepareBlock<T, P, kGridGrad>(pb, points, prepared);
                     RestrictToSlab(prepared, z_begin, z_end, depth);

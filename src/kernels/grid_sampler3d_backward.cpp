@@ -57,11 +57,7 @@ HWY_INLINE void RowKeys(const Problem<T>& pb, const FastDivider32& by_slab_depth
     const int64_t depth = pb.args.input.size[2];
     const auto low = hn::Set(dv, S(-1)), high = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv),
                last = hn::Set(dv, static_cast<S>(depth - 1));
-    HWY_ALIGN S iz[kBlock];
-    for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
-        const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
-        const int padded = (count + lanes - 1) / lanes * lanes;
-        RowBlockDepthIndices<T, P>(pb, n, d, h, w0, count, padded, iz);
+    ForEachRowBlockDepth<T, P>(pb, n, d, h, [&](int64_t w0, int count, int padded, S* iz) HWY_ATTR {
         for (int i = 0; i < padded; i += lanes) {
             const auto v = hn::Load(dv, iz + i);
             const auto z = I == Interpolation::kNearest ? hn::Round(v) : hn::Floor(v);
@@ -71,7 +67,7 @@ HWY_INLINE void RowKeys(const Problem<T>& pb, const FastDivider32& by_slab_depth
         }
         for (int i = 0; i < count; ++i)
             keys[w0 + i] = static_cast<uint16_t>(by_slab_depth.Divide(static_cast<uint32_t>(iz[i])));
-    }
+    });
 }
 
 // inputGrad (and gridGrad, kGridGrad) by slabs:
@@ -164,18 +160,9 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                 const int64_t begin = std::lower_bound(keys, keys + pb.out_w, key) - keys;
                 const int64_t end = std::upper_bound(keys + begin, keys + pb.out_w, key) - keys;
                 if (blocks) {
-                    const int64_t grid_row = n * a.grid.stride[0] + d * a.grid.stride[1] + h * a.grid.stride[2];
-                    const int64_t gout_row =
-                        n * a.grad_output.stride[0] + d * a.grad_output.stride[2] + h * a.grad_output.stride[3];
-                    const int64_t ggrid_row =
-                        n * a.grid_grad.stride[0] + d * a.grid_grad.stride[1] + h * a.grid_grad.stride[2];
-                    for (int64_t i = begin; i < end; ++i) {
-                        const int64_t w = order[i];
-                        block.grid[block.count] = grid_row + w * a.grid.stride[3];
-                        block.grad_output[block.count] = gout_row + w * a.grad_output.stride[4];
-                        block.grid_grad[block.count] = ggrid_row + w * a.grid_grad.stride[3];
-                        if (++block.count == kBlock) submit();
-                    }
+                    const auto offsets = pb.Row(n, d, h);
+                    for (int64_t i = begin; i < end; ++i)
+                        if (block.Append(offsets, order[i])) submit();
                     continue;
                 }
                 for (int64_t i = begin; i < end; ++i)
