@@ -106,32 +106,83 @@ HWY_INLINE void LoadGridRow(const T* HWY_RESTRICT first, int64_t gs, int64_t cs,
     LoadGridValues([&](int i) { return first + i * gs; }, cs, count, padded, coord);
 }
 
+// Reflection (ReflectWithDerivative) of unnormalized indices `in` in vector form, lane for
+// lane equal to the scalar code, NaN and inf included: fmod is exact, and so is
+// in - q * span computed with a fused multiply-add once q = floor(in / span) is corrected
+// (the division may round it up or down by one; the sign of each FMA's exactly rounded
+// result says which). Lanes with in >= 2^22 * span (where q + 1 may not be exact) are marked
+// in `scalar` for the caller to redo with the scalar code. Needs a native FMA.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V ReflectLanes(D d, V in, int64_t twice_low, int64_t twice_high, V* derivative, hn::Mask<D>* scalar) {
+    using S = hn::TFromD<D>;
+    const V min = hn::Set(d, static_cast<S>(twice_low) / 2), span = hn::Set(d, static_cast<S>(twice_high - twice_low) / 2);
+    const V one = hn::Set(d, S(1)), zero = hn::Zero(d);
+    in = hn::Sub(in, min);
+    const auto negative = hn::Lt(in, zero);
+    const V sign = hn::IfThenElse(negative, hn::Neg(one), one);
+    in = hn::IfThenElse(negative, hn::Neg(in), in);
+    *scalar = hn::Ge(in, hn::Mul(span, hn::Set(d, static_cast<S>(1 << 22))));
+    // fmod(in, span): q = floor(in / span) corrected by one either way, then in - q * span.
+    const V flips = hn::Floor(hn::Div(in, span));
+    V q = flips;
+    q = hn::IfThenElse(hn::Lt(hn::NegMulAdd(q, span, in), zero), hn::Sub(q, one), q);
+    const V up = hn::Add(q, one);
+    q = hn::IfThenElse(hn::Ge(hn::NegMulAdd(up, span, in), zero), up, q);
+    const V extra = hn::NegMulAdd(q, span, in);
+    // OddFlips: floor(in / span) odd, that is, half of it not whole and not NaN (NaN is even,
+    // whatever a target's Ne gives for it); inf and values at or above 2^digits are even
+    // integers, whose half is whole.
+    const V half = hn::Mul(flips, hn::Set(d, S(0.5)));
+    const auto odd = hn::AndNot(hn::Eq(hn::Floor(half), half), hn::Eq(half, half));
+    *derivative = hn::IfThenElse(odd, hn::Neg(sign), sign);
+    return hn::IfThenElse(odd, hn::Add(hn::Sub(span, extra), min), hn::Add(extra, min));
+}
+
 // Source indices of `padded` grid values along an axis of `size` (PyTorch's formulas).
 // kBackward: the backward clip and d(index)/d(grid value) into `derivative`; otherwise the
-// forward clip. Zeros and border padding in vector form (division by 2 and the clip's
-// comparisons are exact, so lanes equal the scalar code bit for bit, NaN included);
-// reflection, whose fmod has no exact vector form, point by point.
+// forward clip. In vector form (division by 2 and the clip's comparisons are exact, so lanes
+// equal the scalar code bit for bit, NaN included); reflection too where the target has a
+// native FMA (ReflectLanes), else, and for the lanes it leaves, point by point.
 template <typename S, Padding P, bool kBackward>
 HWY_INLINE void BlockSourceIndices(const S* HWY_RESTRICT coord, int padded, int64_t size, bool align,
                               S* HWY_RESTRICT index, S* HWY_RESTRICT derivative) {
-    if constexpr (P == Padding::kReflection) {
-        for (int i = 0; i < padded; ++i) {
-            if constexpr (kBackward)
-                index[i] = SourceIndexWithDerivative<S, P>(coord[i], size, align, &derivative[i]);
-            else
-                index[i] = SourceIndex<S, P>(coord[i], size, align);
-        }
+    auto scalar_point = [&](int i) {
+        if constexpr (kBackward)
+            index[i] = SourceIndexWithDerivative<S, P>(coord[i], size, align, &derivative[i]);
+        else
+            index[i] = SourceIndex<S, P>(coord[i], size, align);
+    };
+    const int64_t twice_low = align ? 0 : -1, twice_high = align ? 2 * (size - 1) : 2 * size - 1;
+    if constexpr (P == Padding::kReflection && !HWY_NATIVE_FMA) {
+        for (int i = 0; i < padded; ++i) scalar_point(i);
     } else {
         const hn::ScalableTag<S> d;
+        const int lanes = static_cast<int>(hn::Lanes(d));
         const auto one = hn::Set(d, S(1)), two = hn::Set(d, S(2)), zero = hn::Zero(d);
         const auto last = hn::Set(d, static_cast<S>(size - 1)), extent = hn::Set(d, static_cast<S>(size));
         const auto unnormalize_derivative = hn::Set(d, UnnormalizeDerivative<S>(size, align));
-        for (int i = 0; i < padded; i += static_cast<int>(hn::Lanes(d))) {
+        for (int i = 0; i < padded; i += lanes) {
             const auto c = hn::Load(d, coord + i);
             // Unnormalize: ((c + 1) / 2) * (size - 1), or ((c + 1) * size - 1) / 2.
             auto v = align ? hn::Mul(hn::Div(hn::Add(c, one), two), last)
                            : hn::Div(hn::Sub(hn::Mul(hn::Add(c, one), extent), one), two);
             auto dv = unnormalize_derivative;
+            auto scalar = hn::FirstN(d, 0);  // lanes to redo with the scalar code
+            if constexpr (P == Padding::kReflection) {
+                auto reflect_derivative = zero;  // twice_low == twice_high (one plane, aligned): 0
+                if (twice_low != twice_high)
+                    v = ReflectLanes(d, v, twice_low, twice_high, &reflect_derivative, &scalar);
+                else
+                    v = zero;
+                if constexpr (kBackward) {  // then the backward clip, below, times its derivative
+                    const auto low = hn::Le(v, zero), high = hn::Ge(v, last);
+                    v = hn::IfThenElse(low, zero, hn::IfThenElse(high, last, v));
+                    dv = hn::Mul(dv, hn::Mul(reflect_derivative, hn::IfThenZeroElse(hn::Or(low, high), one)));
+                } else {
+                    v = hn::IfThenElse(hn::Lt(v, zero), zero, v);
+                    v = hn::IfThenElse(hn::Lt(v, last), v, last);
+                }
+            }
             if constexpr (P == Padding::kBorder) {
                 if constexpr (kBackward) {  // ClipWithDerivative: NaN passes with derivative 1
                     const auto low = hn::Le(v, zero), high = hn::Ge(v, last);
@@ -144,6 +195,8 @@ HWY_INLINE void BlockSourceIndices(const S* HWY_RESTRICT coord, int padded, int6
             }
             hn::Store(v, d, index + i);
             if constexpr (kBackward) hn::Store(dv, d, derivative + i);
+            if (!hn::AllFalse(d, scalar))
+                for (int j = i; j < i + lanes; ++j) scalar_point(j);
         }
     }
 }
