@@ -168,26 +168,23 @@ HWY_INLINE void BlockSourceIndices(const S* HWY_RESTRICT coord, int padded, int6
                            : hn::Div(hn::Sub(hn::Mul(hn::Add(c, one), extent), one), two);
             auto dv = unnormalize_derivative;
             auto scalar = hn::FirstN(d, 0);  // lanes to redo with the scalar code
+            auto reflect_derivative = one;
             if constexpr (P == Padding::kReflection) {
-                auto reflect_derivative = zero;  // twice_low == twice_high (one plane, aligned): 0
-                if (twice_low != twice_high)
+                if (twice_low != twice_high) {
                     v = ReflectLanes(d, v, twice_low, twice_high, &reflect_derivative, &scalar);
-                else
+                } else {  // one plane, aligned: 0, derivative 0
                     v = zero;
-                if constexpr (kBackward) {  // then the backward clip, below, times its derivative
-                    const auto low = hn::Le(v, zero), high = hn::Ge(v, last);
-                    v = hn::IfThenElse(low, zero, hn::IfThenElse(high, last, v));
-                    dv = hn::Mul(dv, hn::Mul(reflect_derivative, hn::IfThenZeroElse(hn::Or(low, high), one)));
-                } else {
-                    v = hn::IfThenElse(hn::Lt(v, zero), zero, v);
-                    v = hn::IfThenElse(hn::Lt(v, last), v, last);
+                    reflect_derivative = zero;
                 }
             }
-            if constexpr (P == Padding::kBorder) {
+            if constexpr (P != Padding::kZeros) {  // border's clip, and reflection's after reflecting
                 if constexpr (kBackward) {  // ClipWithDerivative: NaN passes with derivative 1
                     const auto low = hn::Le(v, zero), high = hn::Ge(v, last);
                     v = hn::IfThenElse(low, zero, hn::IfThenElse(high, last, v));
-                    dv = hn::IfThenZeroElse(hn::Or(low, high), dv);
+                    const auto clip_derivative = hn::IfThenZeroElse(hn::Or(low, high), one);
+                    // derivative *= clip_derivative, or reflect_derivative * clip_derivative
+                    dv = hn::Mul(dv, P == Padding::kReflection ? hn::Mul(reflect_derivative, clip_derivative)
+                                                               : clip_derivative);
                 } else {  // Clip: min(size - 1, max(v, 0)) with std's NaN rule: NaN -> size - 1
                     v = hn::IfThenElse(hn::Lt(v, zero), zero, v);
                     v = hn::IfThenElse(hn::Lt(v, last), v, last);
