@@ -2,6 +2,7 @@
 // callgrind (the Python benchmark is the measurement; this is for looking inside).
 // Usage: profile_driver forward|backward S [C] [dtype fp32|fp16|bf16] [repeats] [noise] [mask 11|10|01]
 //                       [mode 0 bilinear|1 nearest] [padding 0 zeros|1 border|2 reflection]
+//                       [layout ncdhw|ndhwc (channels-last strided NCDHW views of input, gradOutput, output)]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
     const float noise_sigma = argc > 6 ? std::atof(argv[6]) : 0.05f;
     const std::string mask_text = argc > 7 ? argv[7] : "11";
     const int64_t mode = argc > 8 ? std::atoll(argv[8]) : 0, padding = argc > 9 ? std::atoll(argv[9]) : 0;
+    const bool channels_last = argc > 10 && std::string(argv[10]) == "ndhwc";
     bool mask_values[2] = {mask_text[0] == '1', mask_text[1] == '1'};
     aclBoolArray* mask = aclCreateBoolArray(mask_values, 2);
     const aclDataType type = type_name == "fp16" ? ACL_FLOAT16 : type_name == "bf16" ? ACL_BF16 : ACL_FLOAT;
@@ -50,12 +52,18 @@ int main(int argc, char** argv) {
     // fp16/bf16 data: any bits will do for timing; reuse the fp32 storage.
     const int64_t vdims[5] = {1, c, s, s, s}, gdims[5] = {1, s, s, s, 3}, vstore[1] = {vol}, gstore[1] = {pts * 3};
     std::vector<char> out(vol * es), input_grad(vol * es), grid_grad(pts * 3 * es);
-    auto make = [&](const int64_t* dims, const int64_t* store, void* data) {
-        return aclCreateTensor(dims, 5, type, nullptr, 0, ACL_FORMAT_NCDHW, store, 1, data);
+    // Volumes: contiguous NCDHW, or channels-last strides over the same storage (the values
+    // differ, which does not matter for timing).
+    const int64_t ncdhw_strides[5] = {c * s * s * s, s * s * s, s * s, s, 1};
+    const int64_t ndhwc_strides[5] = {c * s * s * s, 1, s * s * c, s * c, c};
+    const int64_t* vstrides = channels_last ? ndhwc_strides : ncdhw_strides;
+    auto make = [&](const int64_t* dims, const int64_t* strides, const int64_t* store, void* data) {
+        return aclCreateTensor(dims, 5, type, strides, 0, ACL_FORMAT_NCDHW, store, 1, data);
     };
-    aclTensor *ti = make(vdims, vstore, input.data()), *tg = make(gdims, gstore, grid.data()),
-              *tgo = make(vdims, vstore, grad.data()), *to = make(vdims, vstore, out.data()),
-              *tig = make(vdims, vstore, input_grad.data()), *tgg = make(gdims, gstore, grid_grad.data());
+    aclTensor *ti = make(vdims, vstrides, vstore, input.data()), *tg = make(gdims, nullptr, gstore, grid.data()),
+              *tgo = make(vdims, vstrides, vstore, grad.data()), *to = make(vdims, vstrides, vstore, out.data()),
+              *tig = make(vdims, vstrides, vstore, input_grad.data()),
+              *tgg = make(gdims, nullptr, gstore, grid_grad.data());
     if (type != ACL_FLOAT) {  // store valid half values of the same numbers
         for (auto* v : {&input, &grad, &grid})
             for (size_t i = 0; i < v->size(); ++i) {
@@ -88,7 +96,8 @@ int main(int argc, char** argv) {
         }
         best = std::min(best, ms);
     }
-    std::printf("%s S=%lld C=%lld %s: best %.2f ms\n", op.c_str(), (long long)s, (long long)c, type_name.c_str(), best);
+    std::printf("%s S=%lld C=%lld %s%s: best %.2f ms\n", op.c_str(), (long long)s, (long long)c, type_name.c_str(),
+                channels_last ? " ndhwc" : "", best);
     aclFinalize();
     return 0;
 }

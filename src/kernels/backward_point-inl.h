@@ -14,6 +14,7 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -44,6 +45,13 @@ HWY_INLINE SourceIndices<S> LoadSourceIndices(const T* g, int64_t coord_stride, 
     s.iz = SourceIndexWithDerivative<S, P>(ToCompute(g[2 * coord_stride]), in.size[2], align, &s.mz);
     return s;
 }
+
+// Where a grid row's points are (Problem::Row): point w of row (n, d, h) is at element
+// grid + w * grid_w of the grid, and so on (gradOutput: channel 0).
+struct RowOffsets {
+    int64_t grid, grad_output, grid_grad;
+    int64_t grid_w, grad_output_w, grid_grad_w;
+};
 
 // Everything a pass needs, pulled out of the arguments once.
 template <typename T>
@@ -82,24 +90,18 @@ struct Problem {
           in_last(LastElementOffset(a.input)) {}
 
     const T* GridPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
-        const View5& g = args.grid;
-        return grid + n * g.stride[0] + d * g.stride[1] + h * g.stride[2] + w * g.stride[3];
+        const RowOffsets row = Row(n, d, h);
+        return grid + row.grid + w * row.grid_w;
     }
     T* GridGradPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
-        const View5& g = args.grid_grad;
-        return ggrid + n * g.stride[0] + d * g.stride[1] + h * g.stride[2] + w * g.stride[3];
+        const RowOffsets row = Row(n, d, h);
+        return ggrid + row.grid_grad + w * row.grid_grad_w;
     }
     const T* GradOutputPoint(int64_t n, int64_t d, int64_t h, int64_t w) const {
-        const View5& g = args.grad_output;
         if (!gout) return nullptr;  // C = 0: no element to read, and no data
-        return gout + n * g.stride[0] + d * g.stride[2] + h * g.stride[3] + w * g.stride[4];
+        const RowOffsets row = Row(n, d, h);
+        return gout + row.grad_output + w * row.grad_output_w;
     }
-    // Where a grid row's points are: point w of row (n, d, h) is at grid + w * grid_w in the
-    // grid, and so on (gradOutput: channel 0).
-    struct RowOffsets {
-        int64_t grid, grad_output, grid_grad;
-        int64_t grid_w, grad_output_w, grid_grad_w;
-    };
     RowOffsets Row(int64_t n, int64_t d, int64_t h) const {
         const View5 &g = args.grid, &go = args.grad_output, &gg = args.grid_grad;
         return {n * g.stride[0] + d * g.stride[1] + h * g.stride[2],
@@ -108,6 +110,29 @@ struct Problem {
                 g.stride[3],
                 go.stride[4],
                 gg.stride[3]};
+    }
+    // Zeroes planes [z_begin, z_end) of batch item n's accumulator, every channel, in memory
+    // order: with channels innermost (NDHWC) each line at once rather than once per channel,
+    // which strided over every line C times.
+    void ZeroAccumulatorPlanes(int64_t n, int64_t z_begin, int64_t z_end) const {
+        if (channels == 0) return;  // no data to offset
+        const int64_t vol_h = args.input.size[3], vol_w = args.input.size[4];
+        const int64_t* st = acc_stride;
+        const bool channels_inner = st[1] < st[4];
+        const bool packed_line = channels_inner && st[1] == 1 && st[4] == channels;  // (x, c) contiguous
+        for (int64_t z = z_begin; z < z_end; ++z)
+            for (int64_t y = 0; y < vol_h; ++y) {
+                S* line = acc + n * st[0] + z * st[2] + y * st[3];
+                if (packed_line) {
+                    std::fill(line, line + vol_w * channels, S(0));
+                } else if (channels_inner) {
+                    for (int64_t x = 0; x < vol_w; ++x)
+                        for (int64_t c = 0; c < channels; ++c) line[x * st[4] + c * st[1]] = S(0);
+                } else {
+                    for (int64_t c = 0; c < channels; ++c)
+                        for (int64_t x = 0; x < vol_w; ++x) line[c * st[1] + x * st[4]] = S(0);
+                }
+            }
     }
     void WriteGridGrad(int64_t n, int64_t d, int64_t h, int64_t w, S gx, S gy, S gz) const {
         T* gg = GridGradPoint(n, d, h, w);

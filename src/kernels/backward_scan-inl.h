@@ -141,18 +141,12 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     const int64_t slabs = (depth + slab_depth - 1) / slab_depth;
     const hn::ScalableTag<S> dv;
     const int lanes = static_cast<int>(hn::Lanes(dv));
-    const int64_t vol_h = a.input.size[3], vol_w = a.input.size[4];
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < pb.batch * slabs; ++task) {
         const int64_t n = task / slabs, slab = task % slabs;
         const int64_t z_begin = slab * slab_depth, z_end = std::min(depth, z_begin + slab_depth);
         S* acc_n = pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;  // C = 0: no data
-        for (int64_t c = 0; c < pb.channels; ++c)
-            for (int64_t z = z_begin; z < z_end; ++z)
-                for (int64_t y = 0; y < vol_h; ++y) {
-                    S* line = acc_n + c * pb.acc_stride[1] + z * pb.acc_stride[2] + y * pb.acc_stride[3];
-                    for (int64_t x = 0; x < vol_w; ++x) line[x * pb.acc_stride[4]] = 0;
-                }
+        pb.ZeroAccumulatorPlanes(n, z_begin, z_end);
         // Nearest: the points kept, gathered over blocks and rows, then scattered channel by
         // channel (with many channels, a block's worth of points per channel would visit
         // every channel's volume between two blocks).

@@ -122,23 +122,15 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
             for (int64_t w = 0; w < pb.out_w; ++w) pb.WriteGridGrad(n, row / pb.out_h, row % pb.out_h, w, 0, 0, 0);
         }
     }
-    const int64_t vol_d = a.input.size[2], vol_h = a.input.size[3], vol_w = a.input.size[4];
+    const int64_t vol_d = a.input.size[2];
     const int64_t slab_tasks = (slabs + 1) / 2;
     for (int phase = 0; phase < 2; ++phase) {
 #pragma omp parallel for schedule(dynamic, 1)
         for (int64_t task = 0; task < pb.batch * slab_tasks; ++task) {
             const int64_t n = task / slab_tasks, slab = 2 * (task % slab_tasks) + phase;
             if (slab >= slabs) continue;
-            if (phase == 0) {  // zero this slab and the next: no task has written them yet
-                const int64_t z_end = std::min(vol_d, (slab + 2) * plan.slab_depth);
-                for (int64_t c = 0; c < pb.channels; ++c)
-                    for (int64_t z = slab * plan.slab_depth; z < z_end; ++z)
-                        for (int64_t y = 0; y < vol_h; ++y) {
-                            S* line = pb.acc + n * pb.acc_stride[0] + c * pb.acc_stride[1] + z * pb.acc_stride[2] +
-                                      y * pb.acc_stride[3];
-                            for (int64_t x = 0; x < vol_w; ++x) line[x * pb.acc_stride[4]] = 0;
-                        }
-            }
+            if (phase == 0)  // zero this slab and the next: no task has written them yet
+                pb.ZeroAccumulatorPlanes(n, slab * plan.slab_depth, std::min(vol_d, (slab + 2) * plan.slab_depth));
             PointBlock block;
             BlockChunk<T, kGridGrad, kUnitChannels> chunked(pb, n);
             auto submit = [&] {
@@ -189,8 +181,6 @@ void GridGradOnly(const Problem<T>& pb) {
 // tasks own whole (n, c) volumes and visit every point of n in order.
 template <typename T, Interpolation I, Padding P, bool kGridGrad>
 void PerChannelBackward(const Problem<T>& pb) {
-    using S = ComputeType<T>;
-    const int64_t vol_d = pb.args.input.size[2], vol_h = pb.args.input.size[3], vol_w = pb.args.input.size[4];
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < pb.batch * pb.channels; ++task) {
         const int64_t n = task / pb.channels, c = task % pb.channels;
@@ -199,11 +189,7 @@ void PerChannelBackward(const Problem<T>& pb) {
         one.in += c * pb.args.input.stride[1];
         one.gout += c * pb.args.grad_output.stride[1];
         one.acc += c * pb.acc_stride[1];
-        for (int64_t z = 0; z < vol_d; ++z)
-            for (int64_t y = 0; y < vol_h; ++y)
-                for (int64_t x = 0; x < vol_w; ++x)
-                    one.acc[n * pb.acc_stride[0] + z * pb.acc_stride[2] + y * pb.acc_stride[3] + x * pb.acc_stride[4]] =
-                        S(0);
+        one.ZeroAccumulatorPlanes(n, 0, pb.args.input.size[2]);
         for (int64_t d = 0; d < pb.out_d; ++d)
             for (int64_t h = 0; h < pb.out_h; ++h)
                 for (int64_t w = 0; w < pb.out_w; ++w)
