@@ -192,10 +192,18 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
                 for (int k = 0; k < 8; ++k) q[acc_delta[k]] += wg[k][i];
             }
         } else {
+            // Points with every corner inside (most, even in a block at the border) without
+            // the per-corner tests.
             const S(*scatter)[kBlock] = block.whole ? cells.inside : block.scatter;
-            for (int i = 0; i < count; ++i)
+            for (int i = 0; i < count; ++i) {
+                if (block.whole && cells.point_inside[i] != 0) {
+                    S* HWY_RESTRICT q = acc_c + acc_base[i];
+                    for (int k = 0; k < 8; ++k) q[acc_delta[k]] += wg[k][i];
+                    continue;
+                }
                 for (int k = 0; k < 8; ++k)
                     if (scatter[k][i] != 0) acc_c[acc_base[i] + acc_delta[k]] += wg[k][i];
+            }
         }
     }
 

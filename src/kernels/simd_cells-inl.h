@@ -206,6 +206,7 @@ struct BlockCells {
     HWY_ALIGN S wx[2][kBlock], wy[2][kBlock], wz[2][kBlock];
     HWY_ALIGN S weight[8][kBlock];
     HWY_ALIGN S inside[8][kBlock];  // 1 or 0
+    HWY_ALIGN S point_inside[kBlock];  // 1: all eight corners of the point are inside; else 0
     bool all_inside = false;        // every corner of the block's `count` points is inside
     int count = 0, padded = 0;
 
@@ -245,10 +246,11 @@ struct BlockCells {
                                                         hn::And(hn::Ge(vy1, zero), hn::Lt(vy1, size_y))},
                                                bz[2] = {hn::And(hn::Ge(vz0, zero), hn::Lt(vz0, size_z)),
                                                         hn::And(hn::Ge(vz1, zero), hn::Lt(vz1, size_z))};
+            const auto point_all = hn::And(hn::And(hn::And(bx[0], bx[1]), hn::And(by[0], by[1])), hn::And(bz[0], bz[1]));
+            hn::Store(hn::IfThenElseZero(point_all, one), d, point_inside + i);
             // Lanes past `count` do not count against all_inside.
-            auto every = hn::Not(hn::FirstN(d, static_cast<size_t>(count > i ? count - i : 0)));
-            every = hn::Or(every, hn::And(hn::And(hn::And(bx[0], bx[1]), hn::And(by[0], by[1])), hn::And(bz[0], bz[1])));
-            all = all && hn::AllTrue(d, every);
+            const auto past_count = hn::Not(hn::FirstN(d, static_cast<size_t>(count > i ? count - i : 0)));
+            all = all && hn::AllTrue(d, hn::Or(past_count, point_all));
             for (int k = 0; k < 8; ++k) {
                 const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
                 hn::Store(hn::Mul(hn::Mul(wxs[kx], wys[ky]), wzs[kz]), d, weight[k] + i);
