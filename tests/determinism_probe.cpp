@@ -1,5 +1,5 @@
 // Prints a hash of the outputs of a fixed forward and backward workload (fp32 and fp16, 11
-// channels and 1, both modes, random and near-identity grids, every padding), so that runs
+// channels, 1 and 33, both modes, random and near-identity grids, every padding), so that runs
 // under different OMP_NUM_THREADS can be compared bit for bit.
 // Usage: determinism_probe [deterministic 0|1]
 #include <cmath>
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     // grids: its sorted slabs. One channel and several: bilinear scans with one only.
     const Array5 near_identity = NearIdentityGrid(rng, n, od, oh, ow, 0.03);
     for (aclDataType type : {ACL_FLOAT, ACL_FLOAT16})
-    for (int64_t c : {11, 1})
+    for (int64_t c : {11, 1, 33})  // 33: fp32 bilinear accumulates channels last
     for (int64_t mode : {0, 1})  // bilinear, nearest
     for (bool smooth : {false, true})
         for (int padding = 0; padding < 3; ++padding) {

@@ -103,6 +103,16 @@ TEST_P(GridSamplerWide, ForwardAndBackwardMatchReference) {
     CheckRandomCases(GetParam(), SizeRanges{3, 12, 6, 11, {4, 5, 8, 9, 16, 17, 35}}, 2, 77u);
 }
 
+// Many channels apart (NCDHW, contiguous and padded): fp32 bilinear accumulates inputGrad
+// channels last in the workspace (AccumulatesChannelsLast, from 32 channels) and gathers the
+// sources' channels; a vector and a scalar rest (35, 49) on every SIMD target; and the
+// other dtypes and nearest on the usual paths for the same shapes.
+class GridSamplerManyChannels : public ::testing::TestWithParam<MatrixParam> {};
+
+TEST_P(GridSamplerManyChannels, ForwardAndBackwardMatchReference) {
+    CheckRandomCases(GetParam(), SizeRanges{3, 9, 4, 9, {32, 35, 49}}, 2, 4242u);
+}
+
 // Grids close to the identity, as in registration, under 2 and 3 threads: the backward
 // scans (one slab per thread; bilinear with one channel, nearest with any), so rows cross
 // slab boundaries, and corners and gridGrad are split between the slabs' tasks. (Not 5:
@@ -145,6 +155,14 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
                                          LayoutCase{true, Layout::kContiguous, 0},
                                          LayoutCase{true, Layout::kReversed, 3})),
+    ParamName);
+
+INSTANTIATE_TEST_SUITE_P(
+    AllModes, GridSamplerManyChannels,
+    ::testing::Combine(::testing::Values(0, 1), ::testing::Values(0, 1, 2), ::testing::Bool(),
+                       ::testing::Values(ACL_FLOAT, ACL_BF16),
+                       ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
+                                         LayoutCase{false, Layout::kPadded, 5})),
     ParamName);
 
 INSTANTIATE_TEST_SUITE_P(

@@ -220,19 +220,43 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
     }
 }
 
+// Channels c .. c + lanes - 1 of a point in a source (input or gradOutput) whose channels are
+// `stride` apart: one load where they are contiguous (kPacked), else a gather.
+template <class D, bool kPacked>
+class ChannelLoads {
+  public:
+    using DI = hn::RebindToSigned<D>;
+    ChannelLoads(D, int64_t stride)
+        : stride_(stride), index_(hn::Mul(hn::Iota(DI(), 0), hn::Set(DI(), static_cast<hn::TFromD<DI>>(stride)))) {}
+    template <typename T>
+    HWY_INLINE hn::Vec<D> Load(D d, const T* HWY_RESTRICT point, int64_t c) const {
+        if constexpr (kPacked) return hn::LoadU(d, point + c);
+        return hn::GatherIndex(d, point + c * stride_, index_);
+    }
+    template <typename T>
+    HWY_INLINE T At(const T* HWY_RESTRICT point, int64_t c) const {
+        return point[kPacked ? c : c * stride_];
+    }
+
+  private:
+    int64_t stride_;
+    hn::Vec<DI> index_;
+};
+
 // One point of a channels-last block: its eight corners' scatter (where scatter[k]) and the
 // grid gradient's terms (kGridGrad) in PyTorch's expressions, the channels in vectors of D
 // and the rest one by one; the terms summed in lanes, reduced once, into *gix, *giy, *giz.
 // kAllCorners: every corner is inside and scattered (the common case), so the corner loop
 // unrolls with no tests; the same operations in the same order either way.
-template <bool kAllCorners, bool kGridGrad, class D, typename T, typename S>
-HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const T* HWY_RESTRICT gout_p, S* const* acc_k,
-                                  const T* const* in_k, const bool* inside, const bool* scatter, const S* weight,
-                                  const S* wx, const S* wy, const S* wz, S* gix, S* giy, S* giz) {
+template <bool kAllCorners, bool kGridGrad, class D, class Loads, typename T, typename S>
+HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const Loads& gout_loads, const Loads& in_loads,
+                                  const T* HWY_RESTRICT gout_p, S* const* acc_k, const T* const* in_k,
+                                  const bool* inside, const bool* scatter, const S* weight, const S* wx, const S* wy,
+                                  const S* wz, S* gix, S* giy, S* giz) {
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), vector_end = channels / lanes * lanes;
     auto gx = hn::Zero(d), gy = hn::Zero(d), gz = hn::Zero(d);
     for (int64_t c = 0; c < vector_end; c += lanes) {
-        const auto g = hn::LoadU(d, gout_p + c);
+        const auto g = gout_loads.Load(d, gout_p, c);
 #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) {
             if (!kAllCorners && !inside[k]) continue;
@@ -240,7 +264,7 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const T* HWY_RESTRICT g
                 hn::StoreU(hn::Add(hn::LoadU(d, acc_k[k] + c), hn::Mul(hn::Set(d, weight[k]), g)), d, acc_k[k] + c);
             if constexpr (kGridGrad) {
                 const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
-                const auto v = hn::LoadU(d, in_k[k] + c);
+                const auto v = in_loads.Load(d, in_k[k], c);
                 const auto tx = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wy[ky])), hn::Set(d, wz[kz])), g);
                 const auto ty = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wx[kx])), hn::Set(d, wz[kz])), g);
                 const auto tz = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wx[kx])), hn::Set(d, wy[ky])), g);
@@ -253,13 +277,13 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const T* HWY_RESTRICT g
     S sx = hn::GetLane(hn::SumOfLanes(d, gx)), sy = hn::GetLane(hn::SumOfLanes(d, gy)),
       sz = hn::GetLane(hn::SumOfLanes(d, gz));
     for (int64_t c = vector_end; c < channels; ++c) {
-        const S g = gout_p[c];
+        const S g = gout_loads.At(gout_p, c);
         for (int k = 0; k < 8; ++k) {
             if (!kAllCorners && !inside[k]) continue;
             if (kAllCorners || scatter[k]) acc_k[k][c] += weight[k] * g;
             if constexpr (kGridGrad) {
                 const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
-                const S v = in_k[k][c];
+                const S v = in_loads.At(in_k[k], c);
                 const S tx = v * wy[ky] * wz[kz] * g, ty = v * wx[kx] * wz[kz] * g, tz = v * wx[kx] * wy[ky] * g;
                 sx = kx ? sx + tx : sx - tx;
                 sy = ky ? sy + ty : sy - ty;
@@ -270,15 +294,17 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const T* HWY_RESTRICT g
     *gix = sx, *giy = sy, *giz = sz;
 }
 
-// A prepared block with channels last (input, gradOutput and the accumulator have channel
-// stride 1): per point, the channels in vectors of D (lanes <= C), the rest one by one
-// (ChannelsLastPoint). The grid gradient's terms are summed in lanes and reduced once per
-// point (an order fixed by the SIMD target and the shape).
-template <class D, typename T, bool kGridGrad, typename S = ComputeType<T>>
+// A prepared block with a channels-last accumulator (channel stride 1): per point, the
+// channels in vectors of D (lanes <= C), the rest one by one (ChannelsLastPoint). The input
+// and gradOutput channels are loaded (kPackedSources: contiguous, NDHWC) or gathered (apart:
+// NCDHW with AccumulatesChannelsLast). The grid gradient's terms are summed in lanes and
+// reduced once per point (an order fixed by the SIMD target and the shape).
+template <class D, typename T, bool kGridGrad, bool kPackedSources, typename S = ComputeType<T>>
 HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
     const BackwardArgs& a = pb.args;
     const BlockCells<S>& cells = block.cells;
     const int64_t channels = pb.channels;
+    const ChannelLoads<D, kPackedSources> gout_loads(d, a.grad_output.stride[1]), in_loads(d, a.input.stride[1]);
     // With C = 0 the input and the accumulator have no data to offset (gridGrad, zero, is
     // still written).
     const T* in_n = channels ? pb.in + n * a.input.stride[0] : nullptr;
@@ -289,8 +315,8 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     const int64_t ggs = a.grid_grad.stride[4];
     // Prefetch, kPrefetchAhead points ahead, the point's gradOutput and the lines of its
     // corner pairs along x (up to 4 lines each, from the first corner) in the accumulator and
-    // the input: the block's points are in slab order, scattered over the volume, and a
-    // point's loads come too late for the out-of-order window to hide their misses.
+    // (packed) the input: the block's points are in slab order, scattered over the volume,
+    // and a point's loads come too late for the out-of-order window to hide their misses.
     // Measured, one thread, NDHWC: (1, 8, 64) 27.0 -> 24.2 ms, (1, 32, 48) 17.2 -> 14.9 ms.
     constexpr int kPrefetchAhead = 8;
     const int64_t pair_lines = std::min<int64_t>(4, (2 * channels * static_cast<int64_t>(sizeof(S)) + 63) / 64);
@@ -304,7 +330,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         hwy::Prefetch(pb.gout + block.grad_output[j]);
         for (int k = 0; k < 8; k += 2) {
             prefetch_lines(acc_n, block.acc_base[j] + acc_delta[k], sizeof(S));
-            if constexpr (kGridGrad) prefetch_lines(in_n, in_base[j] + in_delta[k], sizeof(T));
+            if constexpr (kGridGrad && kPackedSources) prefetch_lines(in_n, in_base[j] + in_delta[k], sizeof(T));
         }
     };
     for (int i = 0; i < cells.count; ++i) {
@@ -331,18 +357,19 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
             in_k[k] = kGridGrad && valid ? in_n + (static_cast<int64_t>(in_base[i]) + in_delta[k]) : nullptr;
         }
         S gix, giy, giz;
+        auto run = [&](auto all_tag, auto grid_grad_tag) HWY_ATTR {
+            ChannelsLastPoint<decltype(all_tag)::value, decltype(grid_grad_tag)::value>(
+                d, channels, gout_loads, in_loads, gout_p, acc_k, in_k, inside, scatter, weight, wx, wy, wz, &gix, &giy,
+                &giz);
+        };
         if (all_corners && grid_grad)
-            ChannelsLastPoint<true, true>(d, channels, gout_p, acc_k, in_k, inside, scatter, weight, wx, wy, wz, &gix,
-                                          &giy, &giz);
+            run(std::true_type{}, std::true_type{});
         else if (all_corners && !kGridGrad)
-            ChannelsLastPoint<true, false>(d, channels, gout_p, acc_k, in_k, inside, scatter, weight, wx, wy, wz,
-                                           &gix, &giy, &giz);
+            run(std::true_type{}, std::false_type{});
         else if (grid_grad)
-            ChannelsLastPoint<false, true>(d, channels, gout_p, acc_k, in_k, inside, scatter, weight, wx, wy, wz,
-                                           &gix, &giy, &giz);
+            run(std::false_type{}, std::true_type{});
         else
-            ChannelsLastPoint<false, false>(d, channels, gout_p, acc_k, in_k, inside, scatter, weight, wx, wy, wz,
-                                            &gix, &giy, &giz);
+            run(std::false_type{}, std::false_type{});
         if (grid_grad) {
             T* gg = pb.ggrid + block.grid_grad[i];
             gg[0] = FromCompute<T>(block.mx[i] * gix);
@@ -352,20 +379,29 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     }
 }
 
+// RunBlockChannelsLast with the widest vector that the channel count fills.
+template <typename T, bool kGridGrad, bool kPackedSources, typename S = ComputeType<T>>
+HWY_INLINE void RunBlockChannelsLastWidest(const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
+    const hn::ScalableTag<S> full;
+    const hn::CappedTag<S, 8> eight;
+    const hn::CappedTag<S, 4> four;
+    if (pb.channels >= static_cast<int64_t>(hn::Lanes(full)))
+        RunBlockChannelsLast<decltype(full), T, kGridGrad, kPackedSources>(full, pb, n, block);
+    else if (pb.channels >= static_cast<int64_t>(hn::Lanes(eight)))
+        RunBlockChannelsLast<decltype(eight), T, kGridGrad, kPackedSources>(eight, pb, n, block);
+    else
+        RunBlockChannelsLast<decltype(four), T, kGridGrad, kPackedSources>(four, pb, n, block);
+}
+
 // Runs a prepared block: channels in vectors (channels last; the widest vector that the
 // channel count fills), or points in vectors (RunBlock).
 template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
 HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block) {
     if constexpr (kUnitChannels && std::is_same_v<T, S>) {
-        const hn::ScalableTag<S> full;
-        const hn::CappedTag<S, 8> eight;
-        const hn::CappedTag<S, 4> four;
-        if (pb.channels >= static_cast<int64_t>(hn::Lanes(full)))
-            RunBlockChannelsLast<decltype(full), T, kGridGrad>(full, pb, n, block);
-        else if (pb.channels >= static_cast<int64_t>(hn::Lanes(eight)))
-            RunBlockChannelsLast<decltype(eight), T, kGridGrad>(eight, pb, n, block);
-        else
-            RunBlockChannelsLast<decltype(four), T, kGridGrad>(four, pb, n, block);
+        if (pb.args.input.stride[1] == 1 && pb.args.grad_output.stride[1] == 1)
+            RunBlockChannelsLastWidest<T, kGridGrad, true>(pb, n, block);
+        else  // AccumulatesChannelsLast
+            RunBlockChannelsLastWidest<T, kGridGrad, false>(pb, n, block);
     } else {
         RunBlock<T, kGridGrad>(pb, n, block, 0, pb.channels);
     }
