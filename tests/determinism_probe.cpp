@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
     // grids: its sorted slabs. One channel and several: bilinear scans with one only.
     const Array5 near_identity = NearIdentityGrid(rng, n, od, oh, ow, 0.03);
     for (aclDataType type : {ACL_FLOAT, ACL_FLOAT16})
-    for (int64_t c : {11, 1, 33})  // 33: fp32 bilinear accumulates channels last
+    for (int64_t c : {11, 1, 33})
     for (int64_t mode : {0, 1})  // bilinear, nearest
     for (bool smooth : {false, true})
         for (int padding = 0; padding < 3; ++padding) {

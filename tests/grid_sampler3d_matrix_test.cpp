@@ -94,23 +94,22 @@ TEST_P(GridSamplerMatrix, ForwardAndBackwardMatchReference) {
     CheckRandomCases(GetParam(), SizeRanges{1, 9, 1, 5, {1, 2, 3}}, 3, 1234u);
 }
 
-// Wider channels (the channel-vector path of NDHWC: full vectors and a scalar rest on every
-// SIMD target) and grids of several SIMD blocks and slabs, with points near and outside the
-// borders (the vector forms of the source index, floor and round against the reference).
+// Wider channels (the channel-vector path of NDHWC: full vectors, rests of 8 and of 4 lanes
+// (13 = 8 + 4 + 1, 29 = 16 + 8 + 4 + 1 on AVX-512) and a scalar rest) and grids of several
+// SIMD blocks and slabs, with points near and outside the borders (the vector forms of the
+// source index, floor and round against the reference).
 class GridSamplerWide : public ::testing::TestWithParam<MatrixParam> {};
 
 TEST_P(GridSamplerWide, ForwardAndBackwardMatchReference) {
-    CheckRandomCases(GetParam(), SizeRanges{3, 12, 6, 11, {4, 5, 8, 9, 16, 17, 35}}, 2, 77u);
+    CheckRandomCases(GetParam(), SizeRanges{3, 12, 6, 11, {4, 5, 8, 9, 13, 16, 17, 29, 35}}, 2, 77u);
 }
 
-// Many channels apart (NCDHW, contiguous and padded): fp32 bilinear accumulates inputGrad
-// channels last in the workspace (AccumulatesChannelsLast, from 32 channels) and gathers the
-// sources' channels; a vector and a scalar rest (35, 49) on every SIMD target; and the
-// other dtypes and nearest on the usual paths for the same shapes.
+// Many channels apart (NCDHW, contiguous and padded): the per-channel chunks of blocks
+// (BlockChunk) over 32 to 49 channels, every mode, fp32 and bf16.
 class GridSamplerManyChannels : public ::testing::TestWithParam<MatrixParam> {};
 
 TEST_P(GridSamplerManyChannels, ForwardAndBackwardMatchReference) {
-    CheckRandomCases(GetParam(), SizeRanges{3, 9, 4, 9, {32, 35, 49}}, 2, 4242u);
+    CheckRandomCases(GetParam(), SizeRanges{3, 9, 4, 9, {32, 35, 45, 49}}, 2, 4242u);
 }
 
 // Grids close to the identity, as in registration, under 2 and 3 threads: the backward

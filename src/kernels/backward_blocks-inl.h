@@ -220,71 +220,73 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
     }
 }
 
-// Channels c .. c + lanes - 1 of a point in a source (input or gradOutput) whose channels are
-// `stride` apart: one load where they are contiguous (kPacked), else a gather.
-template <class D, bool kPacked>
-class ChannelLoads {
-  public:
-    using DI = hn::RebindToSigned<D>;
-    ChannelLoads(D, int64_t stride)
-        : stride_(stride), index_(hn::Mul(hn::Iota(DI(), 0), hn::Set(DI(), static_cast<hn::TFromD<DI>>(stride)))) {}
-    template <typename T>
-    HWY_INLINE hn::Vec<D> Load(D d, const T* HWY_RESTRICT point, int64_t c) const {
-        if constexpr (kPacked) return hn::LoadU(d, point + c);
-        return hn::GatherIndex(d, point + c * stride_, index_);
-    }
-    template <typename T>
-    HWY_INLINE T At(const T* HWY_RESTRICT point, int64_t c) const {
-        return point[kPacked ? c : c * stride_];
-    }
-
-  private:
-    int64_t stride_;
-    hn::Vec<DI> index_;
+// What ChannelsLastPoint needs of a point: its gradOutput, corners (accumulator and input;
+// null where outside), which are inside and scattered, and the weights.
+template <typename T, typename S>
+struct ChannelsLastCorners {
+    const T* gout;
+    S* acc[8];
+    const T* in[8];
+    bool inside[8], scatter[8];
+    S weight[8], wx[2], wy[2], wz[2];
 };
 
 // One point of a channels-last block: its eight corners' scatter (where scatter[k]) and the
-// grid gradient's terms (kGridGrad) in PyTorch's expressions, the channels in vectors of D
-// and the rest one by one; the terms summed in lanes, reduced once, into *gix, *giy, *giz.
+// grid gradient's terms (kGridGrad) in PyTorch's expressions, into *gix, *giy, *giz. The
+// channels run in vectors of D, then the rest in at most one vector of 8 and one of 4 lanes
+// (narrower than D), then one by one; each vector width's terms are summed in lanes and
+// reduced once (an order fixed by the SIMD target and the channel count).
 // kAllCorners: every corner is inside and scattered (the common case), so the corner loop
 // unrolls with no tests; the same operations in the same order either way.
-template <bool kAllCorners, bool kGridGrad, class D, class Loads, typename T, typename S>
-HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const Loads& gout_loads, const Loads& in_loads,
-                                  const T* HWY_RESTRICT gout_p, S* const* acc_k, const T* const* in_k,
-                                  const bool* inside, const bool* scatter, const S* weight, const S* wx, const S* wy,
-                                  const S* wz, S* gix, S* giy, S* giz) {
-    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d)), vector_end = channels / lanes * lanes;
-    auto gx = hn::Zero(d), gy = hn::Zero(d), gz = hn::Zero(d);
-    for (int64_t c = 0; c < vector_end; c += lanes) {
-        const auto g = gout_loads.Load(d, gout_p, c);
+template <bool kAllCorners, bool kGridGrad, class D, typename T, typename S>
+HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorners<T, S>& p, S* gix, S* giy, S* giz) {
+    S sx = 0, sy = 0, sz = 0;
+    int64_t c = 0;
+    auto vectors = [&](auto dv, int64_t end) HWY_ATTR {
+        const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
+        auto gx = hn::Zero(dv), gy = hn::Zero(dv), gz = hn::Zero(dv);
+        for (; c < end; c += lanes) {
+            const auto g = hn::LoadU(dv, p.gout + c);
 #pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) {
-            if (!kAllCorners && !inside[k]) continue;
-            if (kAllCorners || scatter[k])
-                hn::StoreU(hn::Add(hn::LoadU(d, acc_k[k] + c), hn::Mul(hn::Set(d, weight[k]), g)), d, acc_k[k] + c);
-            if constexpr (kGridGrad) {
-                const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
-                const auto v = in_loads.Load(d, in_k[k], c);
-                const auto tx = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wy[ky])), hn::Set(d, wz[kz])), g);
-                const auto ty = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wx[kx])), hn::Set(d, wz[kz])), g);
-                const auto tz = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(d, wx[kx])), hn::Set(d, wy[ky])), g);
-                gx = kx ? hn::Add(gx, tx) : hn::Sub(gx, tx);
-                gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
-                gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
+            for (int k = 0; k < 8; ++k) {
+                if (!kAllCorners && !p.inside[k]) continue;
+                if (kAllCorners || p.scatter[k])
+                    hn::StoreU(hn::Add(hn::LoadU(dv, p.acc[k] + c), hn::Mul(hn::Set(dv, p.weight[k]), g)), dv,
+                               p.acc[k] + c);
+                if constexpr (kGridGrad) {
+                    const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
+                    const auto v = hn::LoadU(dv, p.in[k] + c);
+                    const auto tx = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(dv, p.wy[ky])), hn::Set(dv, p.wz[kz])), g);
+                    const auto ty = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(dv, p.wx[kx])), hn::Set(dv, p.wz[kz])), g);
+                    const auto tz = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(dv, p.wx[kx])), hn::Set(dv, p.wy[ky])), g);
+                    gx = kx ? hn::Add(gx, tx) : hn::Sub(gx, tx);
+                    gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
+                    gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
+                }
             }
         }
-    }
-    S sx = hn::GetLane(hn::SumOfLanes(d, gx)), sy = hn::GetLane(hn::SumOfLanes(d, gy)),
-      sz = hn::GetLane(hn::SumOfLanes(d, gz));
-    for (int64_t c = vector_end; c < channels; ++c) {
-        const S g = gout_loads.At(gout_p, c);
+        if constexpr (kGridGrad) {
+            sx += hn::GetLane(hn::SumOfLanes(dv, gx));
+            sy += hn::GetLane(hn::SumOfLanes(dv, gy));
+            sz += hn::GetLane(hn::SumOfLanes(dv, gz));
+        }
+    };
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    vectors(d, channels / lanes * lanes);
+    if constexpr (hn::MaxLanes(D()) > 8)
+        if (channels - c >= 8) vectors(hn::CappedTag<S, 8>(), c + 8);
+    if constexpr (hn::MaxLanes(D()) > 4)
+        if (channels - c >= 4) vectors(hn::CappedTag<S, 4>(), c + 4);
+    for (; c < channels; ++c) {
+        const S g = p.gout[c];
         for (int k = 0; k < 8; ++k) {
-            if (!kAllCorners && !inside[k]) continue;
-            if (kAllCorners || scatter[k]) acc_k[k][c] += weight[k] * g;
+            if (!kAllCorners && !p.inside[k]) continue;
+            if (kAllCorners || p.scatter[k]) p.acc[k][c] += p.weight[k] * g;
             if constexpr (kGridGrad) {
                 const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
-                const S v = in_loads.At(in_k[k], c);
-                const S tx = v * wy[ky] * wz[kz] * g, ty = v * wx[kx] * wz[kz] * g, tz = v * wx[kx] * wy[ky] * g;
+                const S v = p.in[k][c];
+                const S tx = v * p.wy[ky] * p.wz[kz] * g, ty = v * p.wx[kx] * p.wz[kz] * g,
+                        tz = v * p.wx[kx] * p.wy[ky] * g;
                 sx = kx ? sx + tx : sx - tx;
                 sy = ky ? sy + ty : sy - ty;
                 sz = kz ? sz + tz : sz - tz;
@@ -294,17 +296,14 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const Loads& gout_loads
     *gix = sx, *giy = sy, *giz = sz;
 }
 
-// A prepared block with a channels-last accumulator (channel stride 1): per point, the
-// channels in vectors of D (lanes <= C), the rest one by one (ChannelsLastPoint). The input
-// and gradOutput channels are loaded (kPackedSources: contiguous, NDHWC) or gathered (apart:
-// NCDHW with AccumulatesChannelsLast). The grid gradient's terms are summed in lanes and
-// reduced once per point (an order fixed by the SIMD target and the shape).
-template <class D, typename T, bool kGridGrad, bool kPackedSources, typename S = ComputeType<T>>
+// A prepared block with channels last (input, gradOutput and the accumulator have channel
+// stride 1): per point, the channels in vectors of D (lanes <= C), the rest in narrower ones
+// and one by one (ChannelsLastPoint).
+template <class D, typename T, bool kGridGrad, typename S = ComputeType<T>>
 HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
     const BackwardArgs& a = pb.args;
     const BlockCells<S>& cells = block.cells;
     const int64_t channels = pb.channels;
-    const ChannelLoads<D, kPackedSources> gout_loads(d, a.grad_output.stride[1]), in_loads(d, a.input.stride[1]);
     // With C = 0 the input and the accumulator have no data to offset (gridGrad, zero, is
     // still written).
     const T* in_n = channels ? pb.in + n * a.input.stride[0] : nullptr;
@@ -315,8 +314,8 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     const int64_t ggs = a.grid_grad.stride[4];
     // Prefetch, kPrefetchAhead points ahead, the point's gradOutput and the lines of its
     // corner pairs along x (up to 4 lines each, from the first corner) in the accumulator and
-    // (packed) the input: the block's points are in slab order, scattered over the volume,
-    // and a point's loads come too late for the out-of-order window to hide their misses.
+    // the input: the block's points are in slab order, scattered over the volume, and a
+    // point's loads come too late for the out-of-order window to hide their misses.
     // Measured, one thread, NDHWC: (1, 8, 64) 27.0 -> 24.2 ms, (1, 32, 48) 17.2 -> 14.9 ms.
     constexpr int kPrefetchAhead = 8;
     const int64_t pair_lines = std::min<int64_t>(4, (2 * channels * static_cast<int64_t>(sizeof(S)) + 63) / 64);
@@ -330,37 +329,35 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         hwy::Prefetch(pb.gout + block.grad_output[j]);
         for (int k = 0; k < 8; k += 2) {
             prefetch_lines(acc_n, block.acc_base[j] + acc_delta[k], sizeof(S));
-            if constexpr (kGridGrad && kPackedSources) prefetch_lines(in_n, in_base[j] + in_delta[k], sizeof(T));
+            if constexpr (kGridGrad) prefetch_lines(in_n, in_base[j] + in_delta[k], sizeof(T));
         }
     };
     for (int i = 0; i < cells.count; ++i) {
         if (i + kPrefetchAhead < cells.count && channels) prefetch(i + kPrefetchAhead);
-        const T* gout_p = pb.gout + block.grad_output[i];
-        const S wx[2] = {cells.wx[0][i], cells.wx[1][i]}, wy[2] = {cells.wy[0][i], cells.wy[1][i]},
-                wz[2] = {cells.wz[0][i], cells.wz[1][i]};
+        ChannelsLastCorners<T, S> p;
+        p.gout = pb.gout + block.grad_output[i];
+        p.wx[0] = cells.wx[0][i], p.wx[1] = cells.wx[1][i];
+        p.wy[0] = cells.wy[0][i], p.wy[1] = cells.wy[1][i];
+        p.wz[0] = cells.wz[0][i], p.wz[1] = cells.wz[1][i];
         // This task writes the point's gridGrad (a scan task: only for its own points), and
         // which corners it scatters (a scan task: those in its slab).
         const bool grid_grad = kGridGrad && (block.whole || block.owned[i]);
-        bool inside[8], scatter[8], all_corners = channels > 0;
-        S* acc_k[8];
-        const T* in_k[8];
-        S weight[8];
+        bool all_corners = channels > 0;
         for (int k = 0; k < 8; ++k) {
-            inside[k] = cells.all_inside || cells.inside[k][i] != 0;
-            scatter[k] = block.whole ? inside[k] : block.scatter[k][i] != 0;
-            all_corners = all_corners && inside[k] && scatter[k];
-            weight[k] = cells.weight[k][i];
+            p.inside[k] = cells.all_inside || cells.inside[k][i] != 0;
+            p.scatter[k] = block.whole ? p.inside[k] : block.scatter[k][i] != 0;
+            all_corners = all_corners && p.inside[k] && p.scatter[k];
+            p.weight[k] = cells.weight[k][i];
             // Pointers only to corners inside, from the summed offset (a first corner at -1
             // along an axis is not an address in the volume); in_base is set only for gridGrad.
-            const bool valid = inside[k] && channels;
-            acc_k[k] = valid ? acc_n + (static_cast<int64_t>(block.acc_base[i]) + acc_delta[k]) : nullptr;
-            in_k[k] = kGridGrad && valid ? in_n + (static_cast<int64_t>(in_base[i]) + in_delta[k]) : nullptr;
+            const bool valid = p.inside[k] && channels;
+            p.acc[k] = valid ? acc_n + (static_cast<int64_t>(block.acc_base[i]) + acc_delta[k]) : nullptr;
+            p.in[k] = kGridGrad && valid ? in_n + (static_cast<int64_t>(in_base[i]) + in_delta[k]) : nullptr;
         }
         S gix, giy, giz;
         auto run = [&](auto all_tag, auto grid_grad_tag) HWY_ATTR {
-            ChannelsLastPoint<decltype(all_tag)::value, decltype(grid_grad_tag)::value>(
-                d, channels, gout_loads, in_loads, gout_p, acc_k, in_k, inside, scatter, weight, wx, wy, wz, &gix, &giy,
-                &giz);
+            ChannelsLastPoint<decltype(all_tag)::value, decltype(grid_grad_tag)::value>(d, channels, p, &gix, &giy,
+                                                                                         &giz);
         };
         if (all_corners && grid_grad)
             run(std::true_type{}, std::true_type{});
@@ -379,29 +376,20 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     }
 }
 
-// RunBlockChannelsLast with the widest vector that the channel count fills.
-template <typename T, bool kGridGrad, bool kPackedSources, typename S = ComputeType<T>>
-HWY_INLINE void RunBlockChannelsLastWidest(const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
-    const hn::ScalableTag<S> full;
-    const hn::CappedTag<S, 8> eight;
-    const hn::CappedTag<S, 4> four;
-    if (pb.channels >= static_cast<int64_t>(hn::Lanes(full)))
-        RunBlockChannelsLast<decltype(full), T, kGridGrad, kPackedSources>(full, pb, n, block);
-    else if (pb.channels >= static_cast<int64_t>(hn::Lanes(eight)))
-        RunBlockChannelsLast<decltype(eight), T, kGridGrad, kPackedSources>(eight, pb, n, block);
-    else
-        RunBlockChannelsLast<decltype(four), T, kGridGrad, kPackedSources>(four, pb, n, block);
-}
-
 // Runs a prepared block: channels in vectors (channels last; the widest vector that the
 // channel count fills), or points in vectors (RunBlock).
 template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
 HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block) {
     if constexpr (kUnitChannels && std::is_same_v<T, S>) {
-        if (pb.args.input.stride[1] == 1 && pb.args.grad_output.stride[1] == 1)
-            RunBlockChannelsLastWidest<T, kGridGrad, true>(pb, n, block);
-        else  // AccumulatesChannelsLast
-            RunBlockChannelsLastWidest<T, kGridGrad, false>(pb, n, block);
+        const hn::ScalableTag<S> full;
+        const hn::CappedTag<S, 8> eight;
+        const hn::CappedTag<S, 4> four;
+        if (pb.channels >= static_cast<int64_t>(hn::Lanes(full)))
+            RunBlockChannelsLast<decltype(full), T, kGridGrad>(full, pb, n, block);
+        else if (pb.channels >= static_cast<int64_t>(hn::Lanes(eight)))
+            RunBlockChannelsLast<decltype(eight), T, kGridGrad>(eight, pb, n, block);
+        else
+            RunBlockChannelsLast<decltype(four), T, kGridGrad>(four, pb, n, block);
     } else {
         RunBlock<T, kGridGrad>(pb, n, block, 0, pb.channels);
     }

@@ -10,8 +10,7 @@ constexpr size_t kAlignment = 64;
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool NeedsAccumulator(const BackwardArgs& args) {
-    return args.compute_input_grad && (args.type == ElementType::kFloat16 || args.type == ElementType::kBFloat16 ||
-                                       AccumulatesChannelsLast(args));
+    return args.compute_input_grad && (args.type == ElementType::kFloat16 || args.type == ElementType::kBFloat16);
 }
 
 // Byte sizes of the workspace's parts, in layout order.
@@ -41,12 +40,6 @@ Parts PartSizes(const BackwardArgs& args, const SlabPlan& plan) {
 
 }  // namespace
 
-bool AccumulatesChannelsLast(const BackwardArgs& args) {
-    return args.compute_input_grad && args.type == ElementType::kFloat32 &&
-           args.options.interpolation == Interpolation::kBilinear && args.input.size[1] >= kChannelsLastMinChannels &&
-           args.input_grad.stride[1] != 1 && PlanSlabs(args).usable;
-}
-
 SlabPlan PlanSlabs(const BackwardArgs& args) {
     SlabPlan plan;
     const int64_t points = args.grid.size[1] * args.grid.size[2] * args.grid.size[3];
@@ -72,18 +65,8 @@ BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
     ws.order = reinterpret_cast<uint32_t*>(take(parts.order));
     ws.row_lowest = reinterpret_cast<uint32_t*>(take(parts.row_lowest));
     ws.row_highest = reinterpret_cast<uint32_t*>(take(parts.row_highest));
-    const int64_t* size = args.input_grad.size;
-    int64_t* stride = ws.accumulator_stride;
-    if (AccumulatesChannelsLast(args)) {  // (N, D, H, W, C)
-        stride[1] = 1;
-        stride[4] = size[1];
-        stride[3] = stride[4] * size[4];
-        stride[2] = stride[3] * size[3];
-        stride[0] = stride[2] * size[2];
-    } else {  // (N, C, D, H, W)
-        stride[4] = 1;
-        for (int i = 4; i > 0; --i) stride[i - 1] = stride[i] * size[i];
-    }
+    ws.accumulator_stride[4] = 1;
+    for (int i = 4; i > 0; --i) ws.accumulator_stride[i - 1] = ws.accumulator_stride[i] * args.input_grad.size[i];
     return ws;
 }
 

@@ -24,25 +24,9 @@ struct SlabPlan {
 
 SlabPlan PlanSlabs(const BackwardArgs& args);
 
-// Channels from which fp32 NCDHW bilinear accumulates channels last (AccumulatesChannelsLast).
-// Measured, one thread, alternating builds (min of 4-5): C = 32 at 48^3 64.3 -> 53.1 ms (2
-// threads 27.5 -> 18.7), C = 64 at 32^3 31.6 -> 28.8; but C = 8 at 64^3 34.2 / 33.4, C = 16 at
-// 48^3 23.7 / 24.1 (no gain: the channel gathers of the input, a line per channel, cost what
-// the vector scatter saves), and C = 24 at 40^3 28.4 -> 36.3 (a scalar rest of 8 channels on
-// AVX-512).
-constexpr int64_t kChannelsLastMinChannels = 32;
-
-// fp32, bilinear, inputGrad with channels apart (NCDHW) and at least kChannelsLastMinChannels
-// channels: inputGrad accumulates channels last, (N, D, H, W, C), in an fp32 buffer of the
-// workspace, and is copied out at the end. A corner's channels are then one vector
-// read-modify-write instead of C scalar ones on C lines.
-bool AccumulatesChannelsLast(const BackwardArgs& args);
-
 // Pointers into the workspace; null where the plan needs no such part.
 struct BackwardWorkspace {
-    // inputGrad in fp32: fp16/bf16, contiguous (N, C, D, H, W); AccumulatesChannelsLast,
-    // contiguous (N, D, H, W, C).
-    float* accumulator = nullptr;
+    float* accumulator = nullptr;  // fp16/bf16 inputGrad in fp32, contiguous (N, C, D, H, W)
     int64_t accumulator_stride[5] = {0, 0, 0, 0, 0};
     uint16_t* keys = nullptr;       // per grid point: the slabs of its row's points, sorted
     uint32_t* order = nullptr;      // per grid point: its row's points (w) in key order

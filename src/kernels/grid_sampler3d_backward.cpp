@@ -198,38 +198,20 @@ void PerChannelBackward(const Problem<T>& pb) {
     if constexpr (kGridGrad) GridGradOnly<T, I, P, false>(pb);
 }
 
-// Copies the workspace's fp32 accumulator into inputGrad: rounded to fp16/bf16, or from
-// channels last (AccumulatesChannelsLast). By rows of the volume: a row's channels are read
-// together, whichever the accumulator's layout, and each channel's line written.
+// Rounds the fp32 accumulator into the fp16/bf16 inputGrad.
 template <typename T>
 void StoreAccumulator(const Problem<T>& pb) {
     const View5& out = pb.args.input_grad;
-    const int64_t planes = out.size[0] * out.size[2];
+    const int64_t planes = out.size[0] * out.size[1] * out.size[2];
 #pragma omp parallel for schedule(static)
     for (int64_t plane = 0; plane < planes; ++plane) {
-        const int64_t n = plane / out.size[2], z = plane % out.size[2];
-        for (int64_t y = 0; y < out.size[3]; ++y) {
-            const ComputeType<T>* from = pb.acc + n * pb.acc_stride[0] + z * pb.acc_stride[2] + y * pb.acc_stride[3];
-            T* to = static_cast<T*>(out.data) + n * out.stride[0] + z * out.stride[2] + y * out.stride[3];
-            for (int64_t c = 0; c < out.size[1]; ++c)
-                for (int64_t x = 0; x < out.size[4]; ++x)
-                    StoreElement<T>(from[c * pb.acc_stride[1] + x * pb.acc_stride[4]], to + c * out.stride[1] + x * out.stride[4]);
-        }
+        const int64_t z = plane % out.size[2], c = plane / out.size[2] % out.size[1], n = plane / (out.size[2] * out.size[1]);
+        const float* from = pb.acc + n * pb.acc_stride[0] + c * pb.acc_stride[1] + z * pb.acc_stride[2];
+        T* to = static_cast<T*>(out.data) + n * out.stride[0] + c * out.stride[1] + z * out.stride[2];
+        for (int64_t y = 0; y < out.size[3]; ++y)
+            for (int64_t x = 0; x < out.size[4]; ++x)
+                StoreElement<T>(from[y * pb.acc_stride[3] + x * pb.acc_stride[4]], to + y * out.stride[3] + x * out.stride[4]);
     }
-}
-
-// Whether the channels-last runner (RunBlockChannelsLast) can take a channels-last
-// accumulator with sources whose channels are apart: the blocks' int32 offsets fit, and so do
-// the channel gathers' ((C - 1) * channel stride).
-template <typename T>
-bool ChannelGathersFit(const Problem<T>& pb) {
-    using S = ComputeType<T>;
-    const auto fits = [&](int64_t stride) {
-        int64_t extent;
-        return !__builtin_mul_overflow(pb.channels, stride < 0 ? -stride : stride, &extent) && extent < (int64_t{1} << 31);
-    };
-    return OffsetsFit<S>(pb.acc_geometry) && OffsetsFit<S>(pb.in_geometry) && fits(pb.args.input.stride[1]) &&
-           fits(pb.args.grad_output.stride[1]);
 }
 
 template <typename T, Interpolation I, Padding P>
@@ -238,26 +220,15 @@ void Backward(const BackwardArgs& args, void* workspace) {
     const BackwardWorkspace ws = LayOutWorkspace(args, workspace);
     int64_t acc_strides[5];
     S* acc;
-    // fp16/bf16, and fp32 accumulating channels last (AccumulatesChannelsLast): a buffer.
-    bool buffer = false;
-    if constexpr (std::is_same_v<S, float>) buffer = ws.accumulator != nullptr;
-    if (buffer) {
+    if constexpr (kAccumulatesInBuffer<T>) {
         acc = reinterpret_cast<S*>(ws.accumulator);
         for (int i = 0; i < 5; ++i) acc_strides[i] = ws.accumulator_stride[i];
     } else {
         acc = static_cast<S*>(args.input_grad.data);
         for (int i = 0; i < 5; ++i) acc_strides[i] = args.input_grad.stride[i];
     }
-    bool unit_channels = args.input.stride[1] == 1 && args.grad_output.stride[1] == 1 && acc_strides[1] == 1;
-    if (buffer && !kAccumulatesInBuffer<T> && !unit_channels) {  // channels last, sources apart
-        if (ChannelGathersFit(Problem<T>(args, acc, acc_strides))) {
-            unit_channels = true;  // the channels-last runner, gathering the sources' channels
-        } else {  // offsets too large for it: the same buffer with channels apart
-            acc_strides[4] = 1;
-            for (int i = 4; i > 0; --i) acc_strides[i - 1] = acc_strides[i] * args.input_grad.size[i];
-        }
-    }
     const Problem<T> pb(args, acc, acc_strides);
+    const bool unit_channels = args.input.stride[1] == 1 && args.grad_output.stride[1] == 1 && acc_strides[1] == 1;
     if (!args.compute_input_grad) {
         if (!args.compute_grid_grad) return;
         if (unit_channels)
@@ -285,7 +256,7 @@ void Backward(const BackwardArgs& args, void* workspace) {
         else
             SlabBackward<T, I, P, false, false>(pb, plan, ws);
     }
-    if (buffer) StoreAccumulator(pb);
+    if constexpr (kAccumulatesInBuffer<T>) StoreAccumulator(pb);
 }
 
 }  // namespace

@@ -53,8 +53,7 @@ struct BackwardArgs {
 size_t ForwardWorkspaceBytes(const ForwardArgs& args);
 void RunForward(const ForwardArgs& args, void* workspace);
 
-// fp16 and bf16, and fp32 NCDHW bilinear with many channels (backward_plan.h), accumulate
-// inputGrad in an fp32 buffer of the input's element count.
+// fp16 and bf16 accumulate inputGrad in an fp32 buffer of the input's element count.
 size_t BackwardWorkspaceBytes(const BackwardArgs& args);
 void RunBackward(const BackwardArgs& args, void* workspace);
 
