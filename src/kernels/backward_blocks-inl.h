@@ -11,7 +11,6 @@
 #define GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
 #endif
 
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -312,28 +311,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     const int64_t* acc_delta = pb.acc_geometry.corner_delta;
     const int64_t* in_delta = pb.in_geometry.corner_delta;
     const int64_t ggs = a.grid_grad.stride[4];
-    // Prefetch, kPrefetchAhead points ahead, the point's gradOutput and the lines of its
-    // corner pairs along x (up to 4 lines each, from the first corner) in the accumulator and
-    // the input: the block's points are in slab order, scattered over the volume, and a
-    // point's loads come too late for the out-of-order window to hide their misses.
-    // Measured, one thread, NDHWC: (1, 8, 64) 27.0 -> 24.2 ms, (1, 32, 48) 17.2 -> 14.9 ms.
-    constexpr int kPrefetchAhead = 8;
-    const int64_t pair_lines = std::min<int64_t>(4, (2 * channels * static_cast<int64_t>(sizeof(S)) + 63) / 64);
-    // Addresses as integers: a corner outside the volume is no pointer into it (a prefetch of
-    // any address is harmless).
-    auto prefetch_lines = [&](const void* base, int64_t element_offset, size_t element_size) {
-        const uintptr_t first = reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(element_offset) * element_size;
-        for (int64_t l = 0; l < pair_lines; ++l) hwy::Prefetch(reinterpret_cast<const char*>(first + 64 * l));
-    };
-    auto prefetch = [&](int j) {
-        hwy::Prefetch(pb.gout + block.grad_output[j]);
-        for (int k = 0; k < 8; k += 2) {
-            prefetch_lines(acc_n, block.acc_base[j] + acc_delta[k], sizeof(S));
-            if constexpr (kGridGrad) prefetch_lines(in_n, in_base[j] + in_delta[k], sizeof(T));
-        }
-    };
     for (int i = 0; i < cells.count; ++i) {
-        if (i + kPrefetchAhead < cells.count && channels) prefetch(i + kPrefetchAhead);
         ChannelsLastCorners<T, S> p;
         p.gout = pb.gout + block.grad_output[i];
         p.wx[0] = cells.wx[0][i], p.wx[1] = cells.wx[1][i];
