@@ -1,6 +1,7 @@
 // Prints a hash of the outputs of a fixed forward and backward workload (fp32 and fp16, 11
-// channels, 1 and 33, both modes, random and near-identity grids, every padding), so that runs
-// under different OMP_NUM_THREADS can be compared bit for bit.
+// channels, 1 and 33, and channels last (NDHWC) with 8 and 33, both modes, random and
+// near-identity grids, every padding), so that runs under different OMP_NUM_THREADS can be
+// compared bit for bit.
 // Usage: determinism_probe [deterministic 0|1]
 #include <cmath>
 #include <cstdio>
@@ -39,16 +40,26 @@ int main(int argc, char** argv) {
     // A grid close to the identity: the backward's scan (one slab per thread) applies; random
     // grids: its sorted slabs. One channel and several: bilinear scans with one only.
     const Array5 near_identity = NearIdentityGrid(rng, n, od, oh, ow, 0.03);
+    struct Channels {
+        int64_t count;
+        bool last;
+    };
     for (aclDataType type : {ACL_FLOAT, ACL_FLOAT16})
-    for (int64_t c : {11, 1, 33})
+    for (Channels channels : {Channels{11, false}, Channels{1, false}, Channels{33, false}, Channels{8, true},
+                              Channels{33, true}})
     for (int64_t mode : {0, 1})  // bilinear, nearest
     for (bool smooth : {false, true})
         for (int padding = 0; padding < 3; ++padding) {
-            TestTensor input({n, c, d, h, w}, type), grid({n, od, oh, ow, 3}, type), grad({n, c, od, oh, ow}, type),
-                out({n, c, od, oh, ow}, type), input_grad({n, c, d, h, w}, type), grid_grad({n, od, oh, ow, 3}, type);
-            StoreVolume(RandomArray(rng, n, c, d, h, w), false, &input);
+            const int64_t c = channels.count;
+            const bool last = channels.last;
+            const aclFormat format = last ? ACL_FORMAT_NDHWC : ACL_FORMAT_NCDHW;
+            TestTensor input(VolumeDims(n, c, d, h, w, last), type, format), grid({n, od, oh, ow, 3}, type),
+                grad(VolumeDims(n, c, od, oh, ow, last), type, format),
+                out(VolumeDims(n, c, od, oh, ow, last), type, format),
+                input_grad(VolumeDims(n, c, d, h, w, last), type, format), grid_grad({n, od, oh, ow, 3}, type);
+            StoreVolume(RandomArray(rng, n, c, d, h, w), last, &input);
             StoreGrid(smooth ? near_identity : RandomArray(rng, n, od, oh, ow, 3, true), &grid);
-            StoreVolume(RandomArray(rng, n, c, od, oh, ow), false, &grad);
+            StoreVolume(RandomArray(rng, n, c, od, oh, ow), last, &grad);
             uint64_t size = 0;
             aclOpExecutor* executor = nullptr;
             if (aclnnGridSampler3DGetWorkspaceSize(input.get(), grid.get(), mode, padding, padding == 1, out.get(),

@@ -295,10 +295,49 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
     *gix = sx, *giy = sy, *giz = sz;
 }
 
+// One point of a channels-last block whose channel count is half of D's lanes and whose x
+// stride is the channel count (input and accumulator), with every corner inside and
+// scattered: the corners x0 and x1 of each (y, z) lie side by side, so one vector holds the
+// pair (lanes [0, C) x0's channels, [C, 2C) x1's), and a point takes four vectors instead of
+// eight half-empty ones. The scatter computes each element as ChannelsLastPoint does
+// (acc + w * g); the grid gradient's terms are PyTorch's expressions, x0's negated into the
+// sum (exact, as a - b is a + -b), summed in lanes and reduced once.
+template <bool kGridGrad, class D, typename T, typename S>
+HWY_INLINE void ChannelsLastPairPoint(D d, const ChannelsLastCorners<T, S>& p, S* gix, S* giy, S* giz) {
+    const hn::Half<D> dh;
+    const auto gh = hn::LoadU(dh, p.gout);
+    const auto g = hn::Combine(d, gh, gh);
+    const auto wx = hn::Combine(d, hn::Set(dh, p.wx[1]), hn::Set(dh, p.wx[0]));
+    const auto negate_x0 = hn::Combine(d, hn::Zero(dh), hn::Set(dh, S(-0.0)));
+    auto gx = hn::Zero(d), gy = hn::Zero(d), gz = hn::Zero(d);
+#pragma GCC unroll 4
+    for (int k = 0; k < 8; k += 2) {
+        const int ky = (k >> 1) & 1, kz = k >> 2;
+        const auto w = hn::Combine(d, hn::Set(dh, p.weight[k + 1]), hn::Set(dh, p.weight[k]));
+        hn::StoreU(hn::Add(hn::LoadU(d, p.acc[k]), hn::Mul(w, g)), d, p.acc[k]);
+        if constexpr (kGridGrad) {
+            const auto v = hn::LoadU(d, p.in[k]);
+            const auto wy = hn::Set(d, p.wy[ky]), wz = hn::Set(d, p.wz[kz]);
+            const auto tx = hn::Mul(hn::Mul(hn::Mul(v, wy), wz), g);
+            const auto ty = hn::Mul(hn::Mul(hn::Mul(v, wx), wz), g);
+            const auto tz = hn::Mul(hn::Mul(hn::Mul(v, wx), wy), g);
+            gx = hn::Add(gx, hn::Xor(tx, negate_x0));
+            gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
+            gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
+        }
+    }
+    if constexpr (kGridGrad) {
+        *gix = hn::GetLane(hn::SumOfLanes(d, gx));
+        *giy = hn::GetLane(hn::SumOfLanes(d, gy));
+        *giz = hn::GetLane(hn::SumOfLanes(d, gz));
+    }
+}
+
 // A prepared block with channels last (input, gradOutput and the accumulator have channel
 // stride 1): per point, the channels in vectors of D (lanes <= C), the rest in narrower ones
-// and one by one (ChannelsLastPoint).
-template <class D, typename T, bool kGridGrad, typename S = ComputeType<T>>
+// and one by one (ChannelsLastPoint); kPairs (C is half of D's lanes and the x stride): the
+// points with every corner inside in pairs of corners (ChannelsLastPairPoint).
+template <class D, typename T, bool kGridGrad, bool kPairs = false, typename S = ComputeType<T>>
 HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
     const BackwardArgs& a = pb.args;
     const BlockCells<S>& cells = block.cells;
@@ -320,11 +359,12 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         // This task writes the point's gridGrad (a scan task: only for its own points), and
         // which corners it scatters (a scan task: those in its slab).
         const bool grid_grad = kGridGrad && (block.whole || block.owned[i]);
-        bool all_corners = channels > 0;
+        bool all_inside = channels > 0, all_scatter = true;
         for (int k = 0; k < 8; ++k) {
             p.inside[k] = cells.all_inside || cells.inside[k][i] != 0;
             p.scatter[k] = block.whole ? p.inside[k] : block.scatter[k][i] != 0;
-            all_corners = all_corners && p.inside[k] && p.scatter[k];
+            all_inside = all_inside && p.inside[k];
+            all_scatter = all_scatter && p.scatter[k];
             p.weight[k] = cells.weight[k][i];
             // Pointers only to corners inside, from the summed offset (a first corner at -1
             // along an axis is not an address in the volume); in_base is set only for gridGrad.
@@ -332,12 +372,18 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
             p.acc[k] = valid ? acc_n + (static_cast<int64_t>(block.acc_base[i]) + acc_delta[k]) : nullptr;
             p.in[k] = kGridGrad && valid ? in_n + (static_cast<int64_t>(in_base[i]) + in_delta[k]) : nullptr;
         }
+        const bool all_corners = all_inside && all_scatter;
         S gix, giy, giz;
         auto run = [&](auto all_tag, auto grid_grad_tag) HWY_ATTR {
             ChannelsLastPoint<decltype(all_tag)::value, decltype(grid_grad_tag)::value>(d, channels, p, &gix, &giy,
                                                                                          &giz);
         };
-        if (all_corners && grid_grad)
+        // Pairs only in whole blocks (the sorted plan's, where every corner inside is
+        // scattered), so that a point's gridGrad order depends on its corners being inside,
+        // never on which slab's task scatters them.
+        if (kPairs && block.whole && all_inside)
+            ChannelsLastPairPoint<kGridGrad>(d, p, &gix, &giy, &giz);
+        else if (all_corners && grid_grad)
             run(std::true_type{}, std::true_type{});
         else if (all_corners && !kGridGrad)
             run(std::true_type{}, std::false_type{});
@@ -362,6 +408,17 @@ HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, PreparedBlock<
         const hn::ScalableTag<S> full;
         const hn::CappedTag<S, 8> eight;
         const hn::CappedTag<S, 4> four;
+        // Corner pairs in one vector where the x neighbours' channels lie side by side and
+        // fill it (C = 8 with AVX-512, 4 with AVX2 or AVX-512, 2 with 128-bit vectors).
+        if constexpr (hn::MaxLanes(decltype(full)()) >= 4) {
+            const int64_t c = pb.channels;
+            const bool side_by_side =
+                pb.acc_geometry.corner_delta[1] == c && (!kGridGrad || pb.in_geometry.corner_delta[1] == c);
+            if (side_by_side && 2 * c == static_cast<int64_t>(hn::Lanes(full)))
+                return RunBlockChannelsLast<decltype(full), T, kGridGrad, true>(full, pb, n, block);
+            if (side_by_side && 2 * c == static_cast<int64_t>(hn::Lanes(eight)) && hn::Lanes(full) > 8)
+                return RunBlockChannelsLast<decltype(eight), T, kGridGrad, true>(eight, pb, n, block);
+        }
         if (pb.channels >= static_cast<int64_t>(hn::Lanes(full)))
             RunBlockChannelsLast<decltype(full), T, kGridGrad>(full, pb, n, block);
         else if (pb.channels >= static_cast<int64_t>(hn::Lanes(eight)))
