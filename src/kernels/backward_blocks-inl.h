@@ -295,6 +295,7 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
     *gix = sx, *giy = sy, *giz = sz;
 }
 
+#if HWY_TARGET != HWY_SCALAR
 // One point of a channels-last block whose channel count is half of D's lanes and whose x
 // stride is the channel count (input and accumulator), with every corner inside and
 // scattered: the corners x0 and x1 of each (y, z) lie side by side, so one vector holds the
@@ -332,6 +333,11 @@ HWY_INLINE void ChannelsLastPairPoint(D d, const ChannelsLastCorners<T, S>& p, S
         *giz = hn::GetLane(hn::SumOfLanes(d, gz));
     }
 }
+#else
+// The scalar target (one lane, no Combine) has no pairs: RunPreparedBlock never asks for them.
+template <bool kGridGrad, class D, typename T, typename S>
+void ChannelsLastPairPoint(D d, const ChannelsLastCorners<T, S>& p, S* gix, S* giy, S* giz) = delete;
+#endif
 
 // A prepared block with channels last (input, gradOutput and the accumulator have channel
 // stride 1): per point, the channels in vectors of D (lanes <= C), the rest in narrower ones
@@ -381,9 +387,9 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         // Pairs only in whole blocks (the sorted plan's, where every corner inside is
         // scattered), so that a point's gridGrad order depends on its corners being inside,
         // never on which slab's task scatters them.
-        if (kPairs && block.whole && all_inside)
-            ChannelsLastPairPoint<kGridGrad>(d, p, &gix, &giy, &giz);
-        else if (all_corners && grid_grad)
+        if (kPairs && block.whole && all_inside) {
+            if constexpr (kPairs) ChannelsLastPairPoint<kGridGrad>(d, p, &gix, &giy, &giz);
+        } else if (all_corners && grid_grad)
             run(std::true_type{}, std::true_type{});
         else if (all_corners && !kGridGrad)
             run(std::true_type{}, std::false_type{});
