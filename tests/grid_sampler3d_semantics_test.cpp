@@ -216,6 +216,22 @@ TEST(LargerProblems, BackwardMatchesReference) {
             }
 }
 
+// Grid rows longer than the sorted plan's segments (kSegmentPoints = 65536 points, so that a
+// point's place fits 16 bits): a point list given as rows of (1, 1, 2, 140000, 3), points
+// spread over every slab, so that each row is sorted in three segments of mixed keys.
+TEST(LargerProblems, RowsLongerThanASortSegmentMatchReference) {
+    for (int mode : {0, 1}) {
+        const RefOptions options{mode, 0, true};
+        BackwardCase bc(ACL_FLOAT, 1, 2, 24, 5, 6, 1, 2, 140000, 40u + static_cast<unsigned>(mode));
+        ASSERT_EQ(bc.Run(std::nullopt, options), ACLNN_SUCCESS);
+        Array5 expected_input_grad, expected_grid_grad;
+        ReferenceBackward(bc.grad_values, bc.input_values, bc.grid_values, options, &expected_input_grad,
+                          &expected_grid_grad);
+        EXPECT_EQ(CompareArrays(LoadVolume(bc.input_grad, false), expected_input_grad, ACL_FLOAT), "") << "mode " << mode;
+        EXPECT_EQ(CompareArrays(LoadGrid(bc.grid_grad), expected_grid_grad, ACL_FLOAT), "") << "mode " << mode;
+    }
+}
+
 TEST(Streams, WorkRunsInOrder) {
     // A chain of forwards, each reading the previous one's output, launched without waiting:
     // only in-order execution gives the composed result.

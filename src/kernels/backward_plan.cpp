@@ -31,9 +31,11 @@ Parts PartSizes(const BackwardArgs& args, const SlabPlan& plan) {
         parts.accumulator = Align(elements * sizeof(float));
     }
     if (plan.usable) {
-        parts.keys = Align(batch * points * sizeof(uint16_t));
-        parts.order = Align(batch * points * sizeof(uint32_t));
-        parts.row_lowest = parts.row_highest = Align(batch * rows * sizeof(uint32_t));
+        // Row ranges for the scan (one per row) or the sorted slabs (one per segment).
+        const auto segments = static_cast<size_t>(std::max<int64_t>(1, SegmentsPerRow(args.grid.size[3])));
+        parts.keys = Align(batch * points * sizeof(uint8_t));
+        parts.order = Align(batch * points * sizeof(uint16_t));
+        parts.row_lowest = parts.row_highest = Align(batch * rows * segments * sizeof(uint32_t));
     }
     return parts;
 }
@@ -61,8 +63,8 @@ BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
         return p;
     };
     ws.accumulator = reinterpret_cast<float*>(take(parts.accumulator));
-    ws.keys = reinterpret_cast<uint16_t*>(take(parts.keys));
-    ws.order = reinterpret_cast<uint32_t*>(take(parts.order));
+    ws.keys = reinterpret_cast<uint8_t*>(take(parts.keys));
+    ws.order = reinterpret_cast<uint16_t*>(take(parts.order));
     ws.row_lowest = reinterpret_cast<uint32_t*>(take(parts.row_lowest));
     ws.row_highest = reinterpret_cast<uint32_t*>(take(parts.row_highest));
     ws.accumulator_stride[4] = 1;

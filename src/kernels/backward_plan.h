@@ -24,14 +24,22 @@ struct SlabPlan {
 
 SlabPlan PlanSlabs(const BackwardArgs& args);
 
+// The sorted plan sorts each grid row in segments of at most this many points, so that a
+// point's place in its segment fits the 16 bits of `order` (rows longer than this, such as a
+// point list given as a grid of shape (N, 1, 1, P, 3), take several).
+constexpr int64_t kSegmentPoints = 65536;
+inline int64_t SegmentsPerRow(int64_t out_w) { return (out_w + kSegmentPoints - 1) / kSegmentPoints; }
+
 // Pointers into the workspace; null where the plan needs no such part.
 struct BackwardWorkspace {
     float* accumulator = nullptr;  // fp16/bf16 inputGrad in fp32, contiguous (N, C, D, H, W)
     int64_t accumulator_stride[5] = {0, 0, 0, 0, 0};
-    uint16_t* keys = nullptr;       // per grid point: the slabs of its row's points, sorted
-    uint32_t* order = nullptr;      // per grid point: its row's points (w) in key order
-    // Per grid row (n, d, h): the smallest key in it and the largest (sorted slabs), or the
-    // first and last plane of its points (scan).
+    // Sorted slabs: per grid point, the slabs of its row segment's points, sorted; and the
+    // segment's points (w from the segment's first) in key order. 1 + 2 bytes per point.
+    uint8_t* keys = nullptr;
+    uint16_t* order = nullptr;
+    // Per row segment (sorted slabs; (n, d, h) then segment) the smallest key in it and the
+    // largest, or per grid row (n, d, h) the first and last plane of its points (scan).
     uint32_t* row_lowest = nullptr;
     uint32_t* row_highest = nullptr;
 };

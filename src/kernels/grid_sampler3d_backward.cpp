@@ -50,7 +50,7 @@ namespace {
 // the corners of a point lie in its key's slab and the next.
 template <typename T, Interpolation I, Padding P>
 HWY_INLINE void RowKeys(const Problem<T>& pb, const FastDivider32& by_slab_depth, int64_t n, int64_t d, int64_t h,
-                        uint16_t* HWY_RESTRICT keys) {
+                        uint8_t* HWY_RESTRICT keys) {
     using S = ComputeType<T>;
     const hn::ScalableTag<S> dv;
     const int lanes = static_cast<int>(hn::Lanes(dv));
@@ -66,50 +66,63 @@ HWY_INLINE void RowKeys(const Problem<T>& pb, const FastDivider32& by_slab_depth
             hn::Store(hn::Min(hn::Max(hn::IfThenElseZero(valid, z), zero), last), dv, iz + i);
         }
         for (int i = 0; i < count; ++i)
-            keys[w0 + i] = static_cast<uint16_t>(by_slab_depth.Divide(static_cast<uint32_t>(iz[i])));
+            keys[w0 + i] = static_cast<uint8_t>(by_slab_depth.Divide(static_cast<uint32_t>(iz[i])));
     });
 }
 
+// Sorts one row segment's points by key (a stable counting sort): order[] becomes the
+// points (from the segment's first) in key order, keys[] the sorted keys, with the smallest
+// and largest key.
+inline void SortSegment(uint8_t* HWY_RESTRICT keys, uint16_t* HWY_RESTRICT order, int64_t count, uint32_t* lowest,
+                        uint32_t* highest) {
+    uint8_t low = UINT8_MAX, high = 0;
+    for (int64_t w = 0; w < count; ++w) {
+        low = std::min(low, keys[w]);
+        high = std::max(high, keys[w]);
+    }
+    *lowest = low;
+    *highest = high;
+    if (low == high) {  // one slab (the common case): grid order is key order
+        for (int64_t w = 0; w < count; ++w) order[w] = static_cast<uint16_t>(w);
+        return;
+    }
+    uint32_t start[kMaxSlabs + 1] = {};
+    for (int64_t w = 0; w < count; ++w) ++start[keys[w] + 1];
+    for (int k = low + 1; k <= high; ++k) start[k] += start[k - 1];
+    for (int64_t w = 0; w < count; ++w) order[start[keys[w]]++] = static_cast<uint16_t>(w);
+    // keys[] becomes the sorted keys: after the pass start[k] is the end of key k's run.
+    uint32_t position = 0;
+    for (int k = low; k <= high; ++k)
+        for (; position < start[k]; ++position) keys[position] = static_cast<uint8_t>(k);
+}
+
 // inputGrad (and gridGrad, kGridGrad) by slabs:
-// - keys: every point's slab; each grid row's points sorted by key (a stable counting sort
-//   within the row), with the row's smallest and largest key;
+// - keys: every point's slab; each grid row's points sorted by key within segments of up to
+//   kSegmentPoints (SortSegment), with each segment's smallest and largest key;
 // - phase 0: the even slabs in parallel, phase 1 the odd ones. A slab's task zero-fills its
-//   slab and the next (phase 0), then takes, from each row whose key range holds its slab,
-//   the run of that row's points with its key, in grid order.
+//   slab and the next (phase 0), then takes, from each segment whose key range holds its
+//   slab, the run of that segment's points with its key, in grid order.
 // Every element thus sums its contributions in a fixed order: the points of the slab before
 // it, then those of its own, each in grid order; whatever the thread count.
 template <typename T, Interpolation I, Padding P, bool kGridGrad, bool kUnitChannels>
 void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWorkspace& ws) {
+    static_assert(kMaxSlabs <= UINT8_MAX + 1, "keys are 8 bits");
     using S = ComputeType<T>;
     const BackwardArgs& a = pb.args;
-    const int64_t rows = pb.out_d * pb.out_h, slabs = plan.slabs;
+    const int64_t rows = pb.out_d * pb.out_h, slabs = plan.slabs, segments = SegmentsPerRow(pb.out_w);
     const FastDivider32 by_slab_depth(static_cast<uint32_t>(plan.slab_depth));
 
 #pragma omp parallel for schedule(static)
     for (int64_t task = 0; task < pb.batch * rows; ++task) {
         const int64_t n = task / rows, row = task % rows, d = row / pb.out_h, h = row % pb.out_h;
-        uint16_t* keys = ws.keys + task * pb.out_w;
-        uint32_t* order = ws.order + task * pb.out_w;
-        uint16_t lowest = UINT16_MAX, highest = 0;
+        uint8_t* keys = ws.keys + task * pb.out_w;
+        uint16_t* order = ws.order + task * pb.out_w;
         RowKeys<T, I, P>(pb, by_slab_depth, n, d, h, keys);
-        for (int64_t w = 0; w < pb.out_w; ++w) {
-            lowest = std::min(lowest, keys[w]);
-            highest = std::max(highest, keys[w]);
+        for (int64_t s = 0; s < segments; ++s) {
+            const int64_t first = s * kSegmentPoints;
+            SortSegment(keys + first, order + first, std::min(kSegmentPoints, pb.out_w - first),
+                        &ws.row_lowest[task * segments + s], &ws.row_highest[task * segments + s]);
         }
-        ws.row_lowest[task] = lowest;
-        ws.row_highest[task] = highest;
-        if (lowest == highest) {  // one slab (the common case): grid order is key order
-            for (int64_t w = 0; w < pb.out_w; ++w) order[w] = static_cast<uint32_t>(w);
-            continue;
-        }
-        uint32_t start[kMaxSlabs + 1] = {};
-        for (int64_t w = 0; w < pb.out_w; ++w) ++start[keys[w] + 1];
-        for (int k = lowest + 1; k <= highest; ++k) start[k] += start[k - 1];
-        for (int64_t w = 0; w < pb.out_w; ++w) order[start[keys[w]]++] = static_cast<uint32_t>(w);
-        // keys[] becomes the sorted keys: after the pass start[k] is the end of key k's run.
-        uint32_t position = 0;
-        for (int k = lowest; k <= highest; ++k)
-            for (; position < start[k]; ++position) keys[position] = static_cast<uint16_t>(k);
     }
 
     const bool blocks = OffsetsFit<S>(pb.acc_geometry) && OffsetsFit<S>(pb.in_geometry);
@@ -142,23 +155,27 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                 }
                 block.count = 0;
             };
+            const auto key = static_cast<uint8_t>(slab);
             for (int64_t row = 0; row < rows; ++row) {
                 const int64_t r = n * rows + row;
-                if (ws.row_lowest[r] > slab || ws.row_highest[r] < slab) continue;
                 const int64_t d = row / pb.out_h, h = row % pb.out_h;
-                const uint16_t* keys = ws.keys + r * pb.out_w;
-                const uint32_t* order = ws.order + r * pb.out_w;
-                const auto key = static_cast<uint16_t>(slab);
-                const int64_t begin = std::lower_bound(keys, keys + pb.out_w, key) - keys;
-                const int64_t end = std::upper_bound(keys + begin, keys + pb.out_w, key) - keys;
-                if (blocks) {
-                    const auto offsets = pb.Row(n, d, h);
+                for (int64_t s = 0; s < segments; ++s) {
+                    const int64_t segment = r * segments + s;
+                    if (ws.row_lowest[segment] > slab || ws.row_highest[segment] < slab) continue;
+                    const int64_t first = s * kSegmentPoints, count = std::min(kSegmentPoints, pb.out_w - first);
+                    const uint8_t* keys = ws.keys + r * pb.out_w + first;
+                    const uint16_t* order = ws.order + r * pb.out_w + first;
+                    const int64_t begin = std::lower_bound(keys, keys + count, key) - keys;
+                    const int64_t end = std::upper_bound(keys + begin, keys + count, key) - keys;
+                    if (blocks) {
+                        const auto offsets = pb.Row(n, d, h);
+                        for (int64_t i = begin; i < end; ++i)
+                            if (block.Append(offsets, first + order[i])) submit();
+                        continue;
+                    }
                     for (int64_t i = begin; i < end; ++i)
-                        if (block.Append(offsets, order[i])) submit();
-                    continue;
+                        BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, first + order[i]);
                 }
-                for (int64_t i = begin; i < end; ++i)
-                    BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, order[i]);
             }
             if (block.count) submit();
             chunked.Run();
