@@ -63,9 +63,10 @@ int main(int argc, char** argv) {
             uint64_t size = 0;
             aclOpExecutor* executor = nullptr;
             if (aclnnGridSampler3DGetWorkspaceSize(input.get(), grid.get(), mode, padding, padding == 1, out.get(),
-                                                   &size, &executor) != ACLNN_SUCCESS ||
-                aclnnGridSampler3D(nullptr, 0, executor, stream) != ACLNN_SUCCESS)
+                                                   &size, &executor) != ACLNN_SUCCESS)
                 return 2;
+            std::vector<char> forward_workspace(size);
+            if (aclnnGridSampler3D(forward_workspace.data(), size, executor, stream) != ACLNN_SUCCESS) return 2;
             if (aclnnGridSampler3DBackwardGetWorkspaceSize(grad.get(), input.get(), grid.get(), mode, padding,
                                                            padding == 1, nullptr, input_grad.get(), grid_grad.get(),
                                                            &size, &executor) != ACLNN_SUCCESS)
