@@ -105,7 +105,8 @@ def run_child(threads, quick, selection):
                  (("i", i), ("g", g), ("go", go), ("out", out), ("ig", input_grad), ("gg", grid_grad))}
         workspace = []
         if op == "forward":
-            ours = median_time(lambda: _runtime.forward(views["i"], views["g"], views["out"], mode, padding, False))
+            ours = median_time(lambda: workspace.append(
+                _runtime.forward(views["i"], views["g"], views["out"], mode, padding, False)))
         else:
             ours = median_time(lambda: workspace.append(_runtime.backward(
                 views["go"], views["i"], views["g"], views["ig"], views["gg"], mode, padding, False,
