@@ -232,6 +232,29 @@ TEST(LargerProblems, RowsLongerThanASortSegmentMatchReference) {
     }
 }
 
+// The bilinear forward's channels-last copy (NCDHW, C >= 8) stages each row in blocks of w
+// of at most 4096 elements: rows of 40 channels x 120 take two blocks (102 + 18), and 4100
+// channels exceed a block, copied element by element.
+TEST(LargerProblems, ForwardCopyOfWideRowsMatchesReference) {
+    struct Shape {
+        int64_t c, d, h, w;
+    };
+    std::mt19937 rng(51);
+    for (const Shape& shape : {Shape{40, 3, 4, 120}, Shape{4100, 2, 2, 3}}) {
+        TestTensor input({1, shape.c, shape.d, shape.h, shape.w}, ACL_FLOAT), grid({1, 2, 3, 7, 3}, ACL_FLOAT),
+            out({1, shape.c, 2, 3, 7}, ACL_FLOAT);
+        const Array5 input_values = RandomArray(rng, 1, shape.c, shape.d, shape.h, shape.w);
+        const Array5 grid_values = RandomArray(rng, 1, 2, 3, 7, 3, true);
+        StoreVolume(input_values, false, &input);
+        StoreGrid(grid_values, &grid);
+        ASSERT_EQ(RunForward(input.get(), grid.get(), kBilinearZeros, out.get()), ACLNN_SUCCESS);
+        EXPECT_EQ(CompareArrays(LoadVolume(out, false), ReferenceForward(input_values, grid_values, kBilinearZeros),
+                                ACL_FLOAT),
+                  "")
+            << "C " << shape.c << " W " << shape.w;
+    }
+}
+
 TEST(Streams, WorkRunsInOrder) {
     // A chain of forwards, each reading the previous one's output, launched without waiting:
     // only in-order execution gives the composed result.
