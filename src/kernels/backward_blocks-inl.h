@@ -231,12 +231,15 @@ struct ChannelsLastCorners {
 };
 
 // One point of a channels-last block: its eight corners' scatter (where scatter[k]) and the
-// grid gradient's terms (kGridGrad) in PyTorch's expressions, into *gix, *giy, *giz. The
-// channels run in vectors of D, then the rest in at most one vector of 8 and one of 4 lanes
-// (narrower than D), then one by one; each vector width's terms are summed in lanes and
-// reduced once (an order fixed by the SIMD target and the channel count).
-// kAllCorners: every corner is inside and scattered (the common case), so the corner loop
-// unrolls with no tests; the same operations in the same order either way.
+// grid gradient (kGridGrad) into *gix, *giy, *giz. The channels run in vectors of D, then the
+// rest in at most one vector of 8 and one of 4 lanes (narrower than D), then one by one; each
+// vector width's channels are summed in lanes and reduced once (an order fixed by the SIMD
+// target and the channel count).
+// kAllCorners: every corner is inside and scattered (the common case). The vectors' grid
+// gradient then regroups PyTorch's terms (sum over corners of +-v * wy * wz * g, and so on)
+// as g times differences of the corners along each axis weighted by the other two axes'
+// weights: per channel vector 12 differences and 21 multiplies or fused multiply-adds
+// instead of 36 multiplies and 24 adds, and six broadcasts per point.
 template <bool kAllCorners, bool kGridGrad, class D, typename T, typename S>
 HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorners<T, S>& p, S* gix, S* giy, S* giz) {
     S sx = 0, sy = 0, sz = 0;
@@ -246,10 +249,43 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
         auto gx = hn::Zero(dv), gy = hn::Zero(dv), gz = hn::Zero(dv);
         for (; c < end; c += lanes) {
             const auto g = hn::LoadU(dv, p.gout + c);
+            if constexpr (kAllCorners) {
+                // Every corner: the sums as differences across each axis weighted by the
+                // other two (v1 - v0 along x, then wy, then wz; and so on), six broadcasts.
+                hn::Vec<decltype(dv)> v[8];
 #pragma GCC unroll 8
+                for (int k = 0; k < 8; ++k) {
+                    hn::StoreU(hn::Add(hn::LoadU(dv, p.acc[k] + c), hn::Mul(hn::Set(dv, p.weight[k]), g)), dv,
+                               p.acc[k] + c);
+                    if constexpr (kGridGrad) v[k] = hn::LoadU(dv, p.in[k] + c);
+                }
+                if constexpr (kGridGrad) {
+                    const auto wx0 = hn::Set(dv, p.wx[0]), wx1 = hn::Set(dv, p.wx[1]), wy0 = hn::Set(dv, p.wy[0]),
+                               wy1 = hn::Set(dv, p.wy[1]), wz0 = hn::Set(dv, p.wz[0]), wz1 = hn::Set(dv, p.wz[1]);
+                    // Two pairs of differences, each pair weighted by a and b, then by c0 and c1.
+                    auto bilinear = [&](auto d00, auto d10, auto d01, auto d11, auto a, auto b, auto c0, auto c1)
+                                        HWY_ATTR {
+                                            const auto low = hn::MulAdd(b, d10, hn::Mul(a, d00));
+                                            const auto high = hn::MulAdd(b, d11, hn::Mul(a, d01));
+                                            return hn::MulAdd(c1, high, hn::Mul(c0, low));
+                                        };
+                    const auto tx = bilinear(hn::Sub(v[1], v[0]), hn::Sub(v[3], v[2]), hn::Sub(v[5], v[4]),
+                                             hn::Sub(v[7], v[6]), wy0, wy1, wz0, wz1);
+                    const auto ty = bilinear(hn::Sub(v[2], v[0]), hn::Sub(v[3], v[1]), hn::Sub(v[6], v[4]),
+                                             hn::Sub(v[7], v[5]), wx0, wx1, wz0, wz1);
+                    const auto tz = bilinear(hn::Sub(v[4], v[0]), hn::Sub(v[5], v[1]), hn::Sub(v[6], v[2]),
+                                             hn::Sub(v[7], v[3]), wx0, wx1, wy0, wy1);
+                    gx = hn::MulAdd(g, tx, gx);
+                    gy = hn::MulAdd(g, ty, gy);
+                    gz = hn::MulAdd(g, tz, gz);
+                }
+                continue;
+            }
+            // Some corner outside or not scattered (points at the volume's border, a scan
+            // task's slab): PyTorch's terms corner by corner, those outside skipped.
             for (int k = 0; k < 8; ++k) {
-                if (!kAllCorners && !p.inside[k]) continue;
-                if (kAllCorners || p.scatter[k])
+                if (!p.inside[k]) continue;
+                if (p.scatter[k])
                     hn::StoreU(hn::Add(hn::LoadU(dv, p.acc[k] + c), hn::Mul(hn::Set(dv, p.weight[k]), g)), dv,
                                p.acc[k] + c);
                 if constexpr (kGridGrad) {
@@ -276,6 +312,8 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
         if (channels - c >= 8) vectors(hn::CappedTag<S, 8>(), c + 8);
     if constexpr (hn::MaxLanes(D()) > 4)
         if (channels - c >= 4) vectors(hn::CappedTag<S, 4>(), c + 4);
+    // The last channels one by one in PyTorch's terms and order: with fewer channels than
+    // vector lanes the result is bitwise that of NCDHW.
     for (; c < channels; ++c) {
         const S g = p.gout[c];
         for (int k = 0; k < 8; ++k) {
@@ -296,47 +334,56 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
 }
 
 #if HWY_TARGET != HWY_SCALAR
-// One point of a channels-last block whose channel count is half of D's lanes and whose x
-// stride is the channel count (input and accumulator), with every corner inside and
-// scattered: the corners x0 and x1 of each (y, z) lie side by side, so one vector holds the
-// pair (lanes [0, C) x0's channels, [C, 2C) x1's), and a point takes four vectors instead of
-// eight half-empty ones. The scatter computes each element as ChannelsLastPoint does
-// (acc + w * g); the grid gradient's terms are PyTorch's expressions, x0's negated into the
-// sum (exact, as a - b is a + -b), summed in lanes and reduced once.
-template <bool kGridGrad, class D, typename T, typename S>
-HWY_INLINE void ChannelsLastPairPoint(D d, const ChannelsLastCorners<T, S>& p, S* gix, S* giy, S* giz) {
+// Point i of a whole channels-last block (every corner scattered) whose channel count is half
+// of D's lanes and whose x stride is the channel count (input and accumulator), with every
+// corner inside: the corners x0 and x1 of each (y, z) lie side by side, so one vector holds
+// the pair (lanes [0, C) x0's channels, [C, 2C) x1's), and a point takes four vectors
+// instead of eight half-empty ones. acc and in: the point's first corner. The scatter
+// computes each element as ChannelsLastPoint does (acc + w * g). The grid gradient keeps
+// gradOutput out of the corner sums: per channel c, d/dx = g_c * sum over corners of
+// +-v * wy * wz (and so on), the sums with fused multiply-adds, g applied once, then the
+// channels summed (an order fixed by the SIMD target and the channel count).
+template <bool kGridGrad, class D, typename S>
+HWY_INLINE void ChannelsLastPairPoint(D d, const S* HWY_RESTRICT gout, S* HWY_RESTRICT acc, const S* HWY_RESTRICT in,
+                                      const int64_t* acc_delta, const int64_t* in_delta, const BlockCells<S>& cells,
+                                      int i, S* gix, S* giy, S* giz) {
     const hn::Half<D> dh;
-    const auto gh = hn::LoadU(dh, p.gout);
+    const auto gh = hn::LoadU(dh, gout);
     const auto g = hn::Combine(d, gh, gh);
-    const auto wx = hn::Combine(d, hn::Set(dh, p.wx[1]), hn::Set(dh, p.wx[0]));
-    const auto negate_x0 = hn::Combine(d, hn::Zero(dh), hn::Set(dh, S(-0.0)));
-    auto gx = hn::Zero(d), gy = hn::Zero(d), gz = hn::Zero(d);
+    const S wy[2] = {cells.wy[0][i], cells.wy[1][i]}, wz[2] = {cells.wz[0][i], cells.wz[1][i]};
+    const auto wx = hn::Combine(d, hn::Set(dh, cells.wx[1][i]), hn::Set(dh, cells.wx[0][i]));
+    // Per lane (x0 or x1): wx * wz for each kz, wx * wy for each ky.
+    const decltype(wx) wxz[2] = {hn::Mul(wx, hn::Set(d, wz[0])), hn::Mul(wx, hn::Set(d, wz[1]))},
+                       wxy[2] = {hn::Mul(wx, hn::Set(d, wy[0])), hn::Mul(wx, hn::Set(d, wy[1]))};
+    auto sx = hn::Zero(d), sy = hn::Zero(d), sz = hn::Zero(d);
 #pragma GCC unroll 4
     for (int k = 0; k < 8; k += 2) {
         const int ky = (k >> 1) & 1, kz = k >> 2;
-        const auto w = hn::Combine(d, hn::Set(dh, p.weight[k + 1]), hn::Set(dh, p.weight[k]));
-        hn::StoreU(hn::Add(hn::LoadU(d, p.acc[k]), hn::Mul(w, g)), d, p.acc[k]);
+        const auto w = hn::Combine(d, hn::Set(dh, cells.weight[k + 1][i]), hn::Set(dh, cells.weight[k][i]));
+        S* HWY_RESTRICT a = acc + acc_delta[k];
+        hn::StoreU(hn::Add(hn::LoadU(d, a), hn::Mul(w, g)), d, a);
         if constexpr (kGridGrad) {
-            const auto v = hn::LoadU(d, p.in[k]);
-            const auto wy = hn::Set(d, p.wy[ky]), wz = hn::Set(d, p.wz[kz]);
-            const auto tx = hn::Mul(hn::Mul(hn::Mul(v, wy), wz), g);
-            const auto ty = hn::Mul(hn::Mul(hn::Mul(v, wx), wz), g);
-            const auto tz = hn::Mul(hn::Mul(hn::Mul(v, wx), wy), g);
-            gx = hn::Add(gx, hn::Xor(tx, negate_x0));
-            gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
-            gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
+            const auto v = hn::LoadU(d, in + in_delta[k]);
+            sx = hn::MulAdd(v, hn::Set(d, wy[ky] * wz[kz]), sx);
+            sy = ky ? hn::MulAdd(v, wxz[kz], sy) : hn::NegMulAdd(v, wxz[kz], sy);
+            sz = kz ? hn::MulAdd(v, wxy[ky], sz) : hn::NegMulAdd(v, wxy[ky], sz);
         }
     }
     if constexpr (kGridGrad) {
-        *gix = hn::GetLane(hn::SumOfLanes(d, gx));
-        *giy = hn::GetLane(hn::SumOfLanes(d, gy));
-        *giz = hn::GetLane(hn::SumOfLanes(d, gz));
+        // x1's lanes count +, x0's -; y and z: both halves as summed.
+        const auto gx = hn::Mul(gh, hn::Sub(hn::UpperHalf(dh, sx), hn::LowerHalf(dh, sx)));
+        const auto gy = hn::Mul(gh, hn::Add(hn::LowerHalf(dh, sy), hn::UpperHalf(dh, sy)));
+        const auto gz = hn::Mul(gh, hn::Add(hn::LowerHalf(dh, sz), hn::UpperHalf(dh, sz)));
+        *gix = hn::GetLane(hn::SumOfLanes(dh, gx));
+        *giy = hn::GetLane(hn::SumOfLanes(dh, gy));
+        *giz = hn::GetLane(hn::SumOfLanes(dh, gz));
     }
 }
 #else
 // The scalar target (one lane, no Combine) has no pairs: RunPreparedBlock never asks for them.
-template <bool kGridGrad, class D, typename T, typename S>
-void ChannelsLastPairPoint(D d, const ChannelsLastCorners<T, S>& p, S* gix, S* giy, S* giz) = delete;
+template <bool kGridGrad, class D, typename S>
+void ChannelsLastPairPoint(D d, const S* gout, S* acc, const S* in, const int64_t* acc_delta, const int64_t* in_delta,
+                           const BlockCells<S>& cells, int i, S* gix, S* giy, S* giz) = delete;
 #endif
 
 // A prepared block with channels last (input, gradOutput and the accumulator have channel
@@ -356,12 +403,52 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     const int64_t* acc_delta = pb.acc_geometry.corner_delta;
     const int64_t* in_delta = pb.in_geometry.corner_delta;
     const int64_t ggs = a.grid_grad.stride[4];
+    // The corner deltas as locals: the stores through acc and gridGrad cannot alias them, so
+    // they stay in registers (through the Problem, every store would reload them).
+    int64_t local_acc_delta[8], local_in_delta[8];
+    std::copy(acc_delta, acc_delta + 8, local_acc_delta);
+    std::copy(in_delta, in_delta + 8, local_in_delta);
     for (int i = 0; i < cells.count; ++i) {
+        // Pairs only in whole blocks (the sorted plan's, where every corner inside is
+        // scattered), so that a point's gridGrad order depends on its corners being inside,
+        // never on which slab's task scatters them.
+        if constexpr (kPairs) {
+            if (block.whole && (cells.all_inside || cells.point_inside[i] != 0)) {
+                S gix, giy, giz;
+                ChannelsLastPairPoint<kGridGrad>(d, pb.gout + block.grad_output[i], acc_n + block.acc_base[i],
+                                                 kGridGrad ? in_n + in_base[i] : nullptr, local_acc_delta, local_in_delta, cells,
+                                                 i, &gix, &giy, &giz);
+                if constexpr (kGridGrad) {
+                    S* gg = pb.ggrid + block.grid_grad[i];
+                    gg[0] = block.mx[i] * gix;
+                    gg[ggs] = block.my[i] * giy;
+                    gg[2 * ggs] = block.mz[i] * giz;
+                }
+                continue;
+            }
+        }
         ChannelsLastCorners<T, S> p;
         p.gout = pb.gout + block.grad_output[i];
         p.wx[0] = cells.wx[0][i], p.wx[1] = cells.wx[1][i];
         p.wy[0] = cells.wy[0][i], p.wy[1] = cells.wy[1][i];
         p.wz[0] = cells.wz[0][i], p.wz[1] = cells.wz[1][i];
+        S gix, giy, giz;
+        if (block.whole && channels > 0 && (cells.all_inside || cells.point_inside[i] != 0)) {
+            // Every corner inside and scattered (the common case): no per-corner tests.
+            for (int k = 0; k < 8; ++k) {
+                p.weight[k] = cells.weight[k][i];
+                p.acc[k] = acc_n + (static_cast<int64_t>(block.acc_base[i]) + local_acc_delta[k]);
+                p.in[k] = kGridGrad ? in_n + (static_cast<int64_t>(in_base[i]) + local_in_delta[k]) : nullptr;
+            }
+            ChannelsLastPoint<true, kGridGrad>(d, channels, p, &gix, &giy, &giz);
+            if constexpr (kGridGrad) {
+                T* gg = pb.ggrid + block.grid_grad[i];
+                gg[0] = FromCompute<T>(block.mx[i] * gix);
+                gg[ggs] = FromCompute<T>(block.my[i] * giy);
+                gg[2 * ggs] = FromCompute<T>(block.mz[i] * giz);
+            }
+            continue;
+        }
         // This task writes the point's gridGrad (a scan task: only for its own points), and
         // which corners it scatters (a scan task: those in its slab).
         const bool grid_grad = kGridGrad && (block.whole || block.owned[i]);
@@ -379,17 +466,11 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
             p.in[k] = kGridGrad && valid ? in_n + (static_cast<int64_t>(in_base[i]) + in_delta[k]) : nullptr;
         }
         const bool all_corners = all_inside && all_scatter;
-        S gix, giy, giz;
         auto run = [&](auto all_tag, auto grid_grad_tag) HWY_ATTR {
             ChannelsLastPoint<decltype(all_tag)::value, decltype(grid_grad_tag)::value>(d, channels, p, &gix, &giy,
                                                                                          &giz);
         };
-        // Pairs only in whole blocks (the sorted plan's, where every corner inside is
-        // scattered), so that a point's gridGrad order depends on its corners being inside,
-        // never on which slab's task scatters them.
-        if (kPairs && block.whole && all_inside) {
-            if constexpr (kPairs) ChannelsLastPairPoint<kGridGrad>(d, p, &gix, &giy, &giz);
-        } else if (all_corners && grid_grad)
+        if (all_corners && grid_grad)
             run(std::true_type{}, std::true_type{});
         else if (all_corners && !kGridGrad)
             run(std::true_type{}, std::false_type{});
