@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "support/op_runner.h"
@@ -253,6 +254,43 @@ TEST(LargerProblems, ForwardCopyOfWideRowsMatchesReference) {
                   "")
             << "C " << shape.c << " W " << shape.w;
     }
+}
+
+// The backward with a dense NCDHW inputGrad and 4 channels or more runs with channels last
+// (the input copied into inputGrad's memory, gradOutput's channels gathered, inputGrad
+// accumulated in the workspace and copied out): inputs and gradOutput in other layouts
+// (padded, reversed strides: the gathers' channel stride is then N), several batch items,
+// an output grid of another size than the volume, gridGrad wanted or not (no copy of the
+// input), channel counts that fill pairs of corners (8), whole vectors and a rest (5, 20).
+TEST(LargerProblems, ChannelsLastBackwardOfOtherLayoutsMatchesReference) {
+    std::mt19937 rng(61);
+    for (aclDataType type : {ACL_FLOAT, ACL_DOUBLE})
+        for (int64_t c : {5, 8, 20})
+            for (Layout layout : {Layout::kContiguous, Layout::kPadded, Layout::kReversed})
+                for (bool grid_grad_wanted : {true, false}) {
+                    const int64_t n = 2, d = 6, h = 7, w = 9, od = 5, oh = 4, ow = 11;
+                    TestTensor grad({n, c, od, oh, ow}, type, ACL_FORMAT_NCDHW, layout),
+                        input({n, c, d, h, w}, type, ACL_FORMAT_NCDHW, layout), grid({n, od, oh, ow, 3}, type),
+                        input_grad({n, c, d, h, w}, type, ACL_FORMAT_NCDHW), grid_grad({n, od, oh, ow, 3}, type);
+                    const Array5 grad_values = RandomArray(rng, n, c, od, oh, ow),
+                                 input_values = RandomArray(rng, n, c, d, h, w),
+                                 grid_values = NearIdentityGrid(rng, n, od, oh, ow, 0.1);
+                    StoreVolume(grad_values, false, &grad);
+                    StoreVolume(input_values, false, &input);
+                    StoreGrid(grid_values, &grid);
+                    ASSERT_EQ(RunBackward(grad.get(), input.get(), grid.get(), kBilinearZeros,
+                                          std::vector<bool>{true, grid_grad_wanted}, input_grad.get(), grid_grad.get()),
+                              ACLNN_SUCCESS);
+                    Array5 expected_input_grad, expected_grid_grad;
+                    ReferenceBackward(grad_values, input_values, grid_values, kBilinearZeros, &expected_input_grad,
+                                      &expected_grid_grad);
+                    const std::string where = std::string(DtypeName(type)) + " C " + std::to_string(c) + " " +
+                                              LayoutName(layout) + (grid_grad_wanted ? " with gridGrad" : "");
+                    EXPECT_EQ(CompareArrays(LoadVolume(input_grad, false), expected_input_grad, type), "") << where;
+                    if (grid_grad_wanted)
+                        EXPECT_EQ(CompareArrays(LoadGrid(grid_grad), expected_grid_grad, type), "") << where;
+                    EXPECT_EQ(CompareArrays(LoadVolume(input, false), input_values, type), "") << where;  // only read
+                }
 }
 
 TEST(Streams, WorkRunsInOrder) {

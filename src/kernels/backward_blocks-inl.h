@@ -11,6 +11,7 @@
 #define GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
 #endif
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -219,16 +220,30 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
     }
 }
 
-// What ChannelsLastPoint needs of a point: its gradOutput, corners (accumulator and input;
+// What ChannelsLastPoint needs of a point: its gradOutput (channel c at gout[c * gout_stride];
+// gout_index: lane l's offset l * gout_stride, for gathers), corners (accumulator and input;
 // null where outside), which are inside and scattered, and the weights.
 template <typename T, typename S>
 struct ChannelsLastCorners {
     const T* gout;
+    int64_t gout_stride;
+    const hwy::MakeSigned<S>* gout_index;
     S* acc[8];
     const T* in[8];
     bool inside[8], scatter[8];
     S weight[8], wx[2], wy[2], wz[2];
 };
+
+// Channels [c, c + lanes) of a point's gradOutput: a load (kGather false: channels next to
+// each other) or a gather (gradOutput laid out with channels apart, as NCDHW).
+template <bool kGather, class DV, typename T>
+HWY_INLINE hn::Vec<DV> LoadGradOutput(DV dv, const T* gout, int64_t c, int64_t stride,
+                                      const hwy::MakeSigned<hn::TFromD<DV>>* index) {
+    if constexpr (kGather)
+        return hn::GatherIndex(dv, gout + c * stride, hn::LoadU(hn::RebindToSigned<DV>(), index));
+    else
+        return hn::LoadU(dv, gout + c);
+}
 
 // One point of a channels-last block: its eight corners' scatter (where scatter[k]) and the
 // grid gradient (kGridGrad) into *gix, *giy, *giz. The channels run in vectors of D, then the
@@ -240,7 +255,7 @@ struct ChannelsLastCorners {
 // as g times differences of the corners along each axis weighted by the other two axes'
 // weights: per channel vector 12 differences and 21 multiplies or fused multiply-adds
 // instead of 36 multiplies and 24 adds, and six broadcasts per point.
-template <bool kAllCorners, bool kGridGrad, class D, typename T, typename S>
+template <bool kAllCorners, bool kGridGrad, bool kGather, class D, typename T, typename S>
 HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorners<T, S>& p, S* gix, S* giy, S* giz) {
     S sx = 0, sy = 0, sz = 0;
     int64_t c = 0;
@@ -248,7 +263,7 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
         const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
         auto gx = hn::Zero(dv), gy = hn::Zero(dv), gz = hn::Zero(dv);
         for (; c < end; c += lanes) {
-            const auto g = hn::LoadU(dv, p.gout + c);
+            const auto g = LoadGradOutput<kGather>(dv, p.gout, c, p.gout_stride, p.gout_index);
             if constexpr (kAllCorners) {
                 // Every corner: the sums as differences across each axis weighted by the
                 // other two (v1 - v0 along x, then wy, then wz; and so on), six broadcasts.
@@ -315,7 +330,7 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
     // The last channels one by one in PyTorch's terms and order: with fewer channels than
     // vector lanes the result is bitwise that of NCDHW.
     for (; c < channels; ++c) {
-        const S g = p.gout[c];
+        const S g = p.gout[c * p.gout_stride];
         for (int k = 0; k < 8; ++k) {
             if (!kAllCorners && !p.inside[k]) continue;
             if (kAllCorners || p.scatter[k]) p.acc[k][c] += p.weight[k] * g;
@@ -343,12 +358,13 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
 // gradOutput out of the corner sums: per channel c, d/dx = g_c * sum over corners of
 // +-v * wy * wz (and so on), the sums with fused multiply-adds, g applied once, then the
 // channels summed (an order fixed by the SIMD target and the channel count).
-template <bool kGridGrad, class D, typename S>
-HWY_INLINE void ChannelsLastPairPoint(D d, const S* HWY_RESTRICT gout, S* HWY_RESTRICT acc, const S* HWY_RESTRICT in,
-                                      const int64_t* acc_delta, const int64_t* in_delta, const BlockCells<S>& cells,
-                                      int i, S* gix, S* giy, S* giz) {
+template <bool kGridGrad, bool kGather, class D, typename S>
+HWY_INLINE void ChannelsLastPairPoint(D d, const S* HWY_RESTRICT gout, int64_t gout_stride,
+                                      const hwy::MakeSigned<S>* gout_index, S* HWY_RESTRICT acc,
+                                      const S* HWY_RESTRICT in, const int64_t* acc_delta, const int64_t* in_delta,
+                                      const BlockCells<S>& cells, int i, S* gix, S* giy, S* giz) {
     const hn::Half<D> dh;
-    const auto gh = hn::LoadU(dh, gout);
+    const auto gh = LoadGradOutput<kGather>(dh, gout, 0, gout_stride, gout_index);
     const auto g = hn::Combine(d, gh, gh);
     const S wy[2] = {cells.wy[0][i], cells.wy[1][i]}, wz[2] = {cells.wz[0][i], cells.wz[1][i]};
     const auto wx = hn::Combine(d, hn::Set(dh, cells.wx[1][i]), hn::Set(dh, cells.wx[0][i]));
@@ -381,16 +397,17 @@ HWY_INLINE void ChannelsLastPairPoint(D d, const S* HWY_RESTRICT gout, S* HWY_RE
 }
 #else
 // The scalar target (one lane, no Combine) has no pairs: RunPreparedBlock never asks for them.
-template <bool kGridGrad, class D, typename S>
-void ChannelsLastPairPoint(D d, const S* gout, S* acc, const S* in, const int64_t* acc_delta, const int64_t* in_delta,
-                           const BlockCells<S>& cells, int i, S* gix, S* giy, S* giz) = delete;
+template <bool kGridGrad, bool kGather, class D, typename S>
+void ChannelsLastPairPoint(D d, const S* gout, int64_t gout_stride, const hwy::MakeSigned<S>* gout_index, S* acc,
+                           const S* in, const int64_t* acc_delta, const int64_t* in_delta, const BlockCells<S>& cells,
+                           int i, S* gix, S* giy, S* giz) = delete;
 #endif
 
 // A prepared block with channels last (input, gradOutput and the accumulator have channel
 // stride 1): per point, the channels in vectors of D (lanes <= C), the rest in narrower ones
 // and one by one (ChannelsLastPoint); kPairs (C is half of D's lanes and the x stride): the
 // points with every corner inside in pairs of corners (ChannelsLastPairPoint).
-template <class D, typename T, bool kGridGrad, bool kPairs = false, typename S = ComputeType<T>>
+template <class D, typename T, bool kGridGrad, bool kGather, bool kPairs = false, typename S = ComputeType<T>>
 HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
     const BackwardArgs& a = pb.args;
     const BlockCells<S>& cells = block.cells;
@@ -408,6 +425,23 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     int64_t local_acc_delta[8], local_in_delta[8];
     std::copy(acc_delta, acc_delta + 8, local_acc_delta);
     std::copy(in_delta, in_delta + 8, local_in_delta);
+    const int64_t gout_stride = a.grad_output.stride[1];
+    HWY_ALIGN hwy::MakeSigned<S> gout_index[hn::MaxLanes(D())];
+    for (size_t l = 0; l < hn::MaxLanes(D()); ++l) gout_index[l] = static_cast<hwy::MakeSigned<S>>(l * gout_stride);
+    if constexpr (kGather) {
+        // gradOutput's channels apart: every line the block's gathers will read, requested at
+        // once (a gather waits on its lanes' lines; C volumes are too many streams for the
+        // hardware's prefetcher). A line per channel where a point starts a new one.
+        constexpr int64_t kLine = 64 / sizeof(T);
+        int64_t previous = -1;
+        for (int i = 0; i < cells.count; ++i) {
+            const int64_t line = block.grad_output[i] / kLine;
+            if (line == previous) continue;
+            previous = line;
+            const T* g = pb.gout + block.grad_output[i];
+            for (int64_t c = 0; c < channels; ++c) hwy::Prefetch(g + c * gout_stride);
+        }
+    }
     for (int i = 0; i < cells.count; ++i) {
         // Pairs only in whole blocks (the sorted plan's, where every corner inside is
         // scattered), so that a point's gridGrad order depends on its corners being inside,
@@ -415,7 +449,8 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         if constexpr (kPairs) {
             if (block.whole && (cells.all_inside || cells.point_inside[i] != 0)) {
                 S gix, giy, giz;
-                ChannelsLastPairPoint<kGridGrad>(d, pb.gout + block.grad_output[i], acc_n + block.acc_base[i],
+                ChannelsLastPairPoint<kGridGrad, kGather>(d, pb.gout + block.grad_output[i], gout_stride, gout_index,
+                                                          acc_n + block.acc_base[i],
                                                  kGridGrad ? in_n + in_base[i] : nullptr, local_acc_delta, local_in_delta, cells,
                                                  i, &gix, &giy, &giz);
                 if constexpr (kGridGrad) {
@@ -429,6 +464,8 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         }
         ChannelsLastCorners<T, S> p;
         p.gout = pb.gout + block.grad_output[i];
+        p.gout_stride = gout_stride;
+        p.gout_index = gout_index;
         p.wx[0] = cells.wx[0][i], p.wx[1] = cells.wx[1][i];
         p.wy[0] = cells.wy[0][i], p.wy[1] = cells.wy[1][i];
         p.wz[0] = cells.wz[0][i], p.wz[1] = cells.wz[1][i];
@@ -440,7 +477,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
                 p.acc[k] = acc_n + (static_cast<int64_t>(block.acc_base[i]) + local_acc_delta[k]);
                 p.in[k] = kGridGrad ? in_n + (static_cast<int64_t>(in_base[i]) + local_in_delta[k]) : nullptr;
             }
-            ChannelsLastPoint<true, kGridGrad>(d, channels, p, &gix, &giy, &giz);
+            ChannelsLastPoint<true, kGridGrad, kGather>(d, channels, p, &gix, &giy, &giz);
             if constexpr (kGridGrad) {
                 T* gg = pb.ggrid + block.grid_grad[i];
                 gg[0] = FromCompute<T>(block.mx[i] * gix);
@@ -467,8 +504,8 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         }
         const bool all_corners = all_inside && all_scatter;
         auto run = [&](auto all_tag, auto grid_grad_tag) HWY_ATTR {
-            ChannelsLastPoint<decltype(all_tag)::value, decltype(grid_grad_tag)::value>(d, channels, p, &gix, &giy,
-                                                                                         &giz);
+            ChannelsLastPoint<decltype(all_tag)::value, decltype(grid_grad_tag)::value, kGather>(d, channels, p, &gix,
+                                                                                                  &giy, &giz);
         };
         if (all_corners && grid_grad)
             run(std::true_type{}, std::true_type{});
@@ -487,31 +524,41 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     }
 }
 
-// Runs a prepared block: channels in vectors (channels last; the widest vector that the
-// channel count fills), or points in vectors (RunBlock).
+// A prepared block with channels last: the widest vector that the channel count fills, or
+// pairs of corners. kGather: gradOutput's channels apart (its channel stride not 1).
+template <typename T, bool kGridGrad, bool kGather, typename S = ComputeType<T>>
+HWY_INLINE void RunChannelsLastBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block) {
+    const hn::ScalableTag<S> full;
+    const hn::CappedTag<S, 8> eight;
+    const hn::CappedTag<S, 4> four;
+    // Corner pairs in one vector where the x neighbours' channels lie side by side and fill
+    // it (C = 8 with AVX-512, 4 with AVX2 or AVX-512, 2 with 128-bit vectors).
+    if constexpr (hn::MaxLanes(decltype(full)()) >= 4) {
+        const int64_t c = pb.channels;
+        const bool side_by_side =
+            pb.acc_geometry.corner_delta[1] == c && (!kGridGrad || pb.in_geometry.corner_delta[1] == c);
+        if (side_by_side && 2 * c == static_cast<int64_t>(hn::Lanes(full)))
+            return RunBlockChannelsLast<decltype(full), T, kGridGrad, kGather, true>(full, pb, n, block);
+        if (side_by_side && 2 * c == static_cast<int64_t>(hn::Lanes(eight)) && hn::Lanes(full) > 8)
+            return RunBlockChannelsLast<decltype(eight), T, kGridGrad, kGather, true>(eight, pb, n, block);
+    }
+    if (pb.channels >= static_cast<int64_t>(hn::Lanes(full)))
+        RunBlockChannelsLast<decltype(full), T, kGridGrad, kGather>(full, pb, n, block);
+    else if (pb.channels >= static_cast<int64_t>(hn::Lanes(eight)))
+        RunBlockChannelsLast<decltype(eight), T, kGridGrad, kGather>(eight, pb, n, block);
+    else
+        RunBlockChannelsLast<decltype(four), T, kGridGrad, kGather>(four, pb, n, block);
+}
+
+// Runs a prepared block: channels in vectors (kUnitChannels: input and accumulator with
+// channels last; RunChannelsLastBlock), or points in vectors (RunBlock).
 template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
 HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block) {
     if constexpr (kUnitChannels && std::is_same_v<T, S>) {
-        const hn::ScalableTag<S> full;
-        const hn::CappedTag<S, 8> eight;
-        const hn::CappedTag<S, 4> four;
-        // Corner pairs in one vector where the x neighbours' channels lie side by side and
-        // fill it (C = 8 with AVX-512, 4 with AVX2 or AVX-512, 2 with 128-bit vectors).
-        if constexpr (hn::MaxLanes(decltype(full)()) >= 4) {
-            const int64_t c = pb.channels;
-            const bool side_by_side =
-                pb.acc_geometry.corner_delta[1] == c && (!kGridGrad || pb.in_geometry.corner_delta[1] == c);
-            if (side_by_side && 2 * c == static_cast<int64_t>(hn::Lanes(full)))
-                return RunBlockChannelsLast<decltype(full), T, kGridGrad, true>(full, pb, n, block);
-            if (side_by_side && 2 * c == static_cast<int64_t>(hn::Lanes(eight)) && hn::Lanes(full) > 8)
-                return RunBlockChannelsLast<decltype(eight), T, kGridGrad, true>(eight, pb, n, block);
-        }
-        if (pb.channels >= static_cast<int64_t>(hn::Lanes(full)))
-            RunBlockChannelsLast<decltype(full), T, kGridGrad>(full, pb, n, block);
-        else if (pb.channels >= static_cast<int64_t>(hn::Lanes(eight)))
-            RunBlockChannelsLast<decltype(eight), T, kGridGrad>(eight, pb, n, block);
+        if (pb.args.grad_output.stride[1] == 1 || pb.channels <= 1)
+            RunChannelsLastBlock<T, kGridGrad, false>(pb, n, block);
         else
-            RunBlockChannelsLast<decltype(four), T, kGridGrad>(four, pb, n, block);
+            RunChannelsLastBlock<T, kGridGrad, true>(pb, n, block);
     } else {
         RunBlock<T, kGridGrad>(pb, n, block, 0, pb.channels);
     }

@@ -72,7 +72,27 @@ BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
     return ws;
 }
 
+BackwardArgs OneBatchItem(const BackwardArgs& args, int64_t n) {
+    BackwardArgs item = args;
+    const int64_t bytes = static_cast<int64_t>(ElementBytes(args.type));
+    for (View5* view : {&item.grad_output, &item.input, &item.grid, &item.input_grad, &item.grid_grad}) {
+        if (view->data) view->data = static_cast<char*>(view->data) + n * view->stride[0] * bytes;
+        view->size[0] = 1;
+    }
+    return item;
+}
+
+size_t ChannelsLastAccumulatorBytes(const BackwardArgs& args) {
+    const View5& ig = args.input_grad;
+    return Align(static_cast<size_t>(ig.size[1] * ig.size[2] * ig.size[3] * ig.size[4]) * ElementBytes(args.type));
+}
+
 size_t BackwardWorkspaceBytes(const BackwardArgs& args) {
+    if (BackwardFromChannelsLastCopy(args)) {
+        const BackwardArgs item = OneBatchItem(args, 0);
+        const Parts parts = PartSizes(item, PlanSlabs(item));
+        return ChannelsLastAccumulatorBytes(args) + parts.keys + parts.order + parts.row_lowest + parts.row_highest;
+    }
     const Parts parts = PartSizes(args, PlanSlabs(args));
     return parts.accumulator + parts.keys + parts.order + parts.row_lowest + parts.row_highest;
 }

@@ -46,4 +46,12 @@ struct BackwardWorkspace {
 
 BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace);
 
+// Batch item n of the arguments alone: every view of size 1 along N, its data offset to item n.
+BackwardArgs OneBatchItem(const BackwardArgs& args, int64_t n);
+
+// The channels-last backward (BackwardFromChannelsLastCopy): the workspace starts with one
+// batch item's inputGrad accumulator, (D, H, W, C) in the compute type, of this many bytes
+// (aligned); the sorted plan's parts for one batch item follow.
+size_t ChannelsLastAccumulatorBytes(const BackwardArgs& args);
+
 }  // namespace gs3d::kernels

@@ -23,6 +23,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "kernels/channels_last_copy-inl.h"
 #include "kernels/backward_blocks-inl.h"
 #include "kernels/backward_point-inl.h"
 #include "kernels/backward_scan-inl.h"
@@ -231,9 +232,52 @@ void StoreAccumulator(const Problem<T>& pb) {
     }
 }
 
+// Bilinear, fp32 or fp64, inputGrad dense NCDHW, many channels (BackwardFromChannelsLastCopy):
+// batch item by batch item, the input copied as (D, H, W, C) into inputGrad's own memory
+// (with gridGrad; nothing else reads it), inputGrad accumulated as (D, H, W, C) in the
+// workspace by the sorted slabs with channels in vectors (RunChannelsLastBlock; gradOutput's
+// channels gathered), then copied into inputGrad over the input's copy. A point's corners
+// are then eight runs of C elements in each volume instead of 8 x C lines. A/B alternating
+// on Zen 4, 2 threads, noise 0.05: (1, 4, 96) 38 -> 28 ms, (1, 8, 64) 17.7 -> 11.3,
+// (1, 32, 48) 25.8 -> 15.9; with 2 channels slower (22.7 -> 34: its channels go one by one).
+// The plan, and so the result, depends on the shapes only.
+template <typename T, Padding P>
+void ChannelsLastCopyBackward(const BackwardArgs& args, void* workspace) {
+    static_assert(std::is_same_v<T, ComputeType<T>>, "fp32 and fp64 only: the input's copy is read as the compute type");
+    const View5& in = args.input;
+    const View5& ig = args.input_grad;
+    const int64_t channels = in.size[1], depth = in.size[2], height = in.size[3], width = in.size[4];
+    const int64_t channels_last[5] = {depth * height * width * channels, 1, height * width * channels, width * channels,
+                                      channels};
+    T* acc = static_cast<T*>(workspace);
+    void* plan_space = static_cast<char*>(workspace) + ChannelsLastAccumulatorBytes(args);
+    for (int64_t n = 0; n < in.size[0]; ++n) {
+        BackwardArgs item = OneBatchItem(args, n);
+        T* input_grad_n = static_cast<T*>(item.input_grad.data);
+        if (args.compute_grid_grad) {
+            CopyToChannelsLast(static_cast<const T*>(item.input.data), in.stride + 1, in.size + 1, input_grad_n);
+            item.input.data = input_grad_n;
+            std::copy(channels_last, channels_last + 5, item.input.stride);
+        }
+        item.input_grad.data = acc;
+        std::copy(channels_last, channels_last + 5, item.input_grad.stride);
+        const BackwardWorkspace ws = LayOutWorkspace(item, plan_space);
+        const Problem<T> pb(item, acc, channels_last);
+        const SlabPlan plan = PlanSlabs(item);
+        if (args.compute_grid_grad)
+            SlabBackward<T, Interpolation::kBilinear, P, true, true>(pb, plan, ws);
+        else
+            SlabBackward<T, Interpolation::kBilinear, P, false, true>(pb, plan, ws);
+        CopyFromChannelsLast(acc, ig.stride + 1, ig.size + 1, input_grad_n);
+    }
+}
+
 template <typename T, Interpolation I, Padding P>
 void Backward(const BackwardArgs& args, void* workspace) {
     using S = ComputeType<T>;
+    if constexpr (I == Interpolation::kBilinear && std::is_same_v<T, S>) {
+        if (BackwardFromChannelsLastCopy(args)) return ChannelsLastCopyBackward<T, P>(args, workspace);
+    }
     const BackwardWorkspace ws = LayOutWorkspace(args, workspace);
     int64_t acc_strides[5];
     S* acc;
@@ -245,7 +289,10 @@ void Backward(const BackwardArgs& args, void* workspace) {
         for (int i = 0; i < 5; ++i) acc_strides[i] = args.input_grad.stride[i];
     }
     const Problem<T> pb(args, acc, acc_strides);
-    const bool unit_channels = args.input.stride[1] == 1 && args.grad_output.stride[1] == 1 && acc_strides[1] == 1;
+    // Channels in vectors where the input and the accumulator have them next to each other
+    // (gradOutput's are gathered where they are apart).
+    const bool unit_channels =
+        args.input.stride[1] == 1 && acc_strides[1] == 1 && GatherableChannelStride(args.grad_output.stride[1]);
     if (!args.compute_input_grad) {
         if (!args.compute_grid_grad) return;
         if (unit_channels)
