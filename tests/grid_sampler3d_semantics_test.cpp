@@ -261,10 +261,11 @@ TEST(LargerProblems, ForwardCopyOfWideRowsMatchesReference) {
 // accumulated in the workspace and copied out): inputs and gradOutput in other layouts
 // (padded, reversed strides: the gathers' channel stride is then N), several batch items,
 // an output grid of another size than the volume, gridGrad wanted or not (no copy of the
-// input), channel counts that fill pairs of corners (8), whole vectors and a rest (5, 20).
+// input), channel counts that fill pairs of corners (8), whole vectors and a rest (5, 20);
+// fp16 and bf16 accumulate in fp32 there and have no gathers of their own.
 TEST(LargerProblems, ChannelsLastBackwardOfOtherLayoutsMatchesReference) {
     std::mt19937 rng(61);
-    for (aclDataType type : {ACL_FLOAT, ACL_DOUBLE})
+    for (aclDataType type : {ACL_FLOAT, ACL_DOUBLE, ACL_FLOAT16, ACL_BF16})
         for (int64_t c : {5, 8, 20})
             for (Layout layout : {Layout::kContiguous, Layout::kPadded, Layout::kReversed})
                 for (bool grid_grad_wanted : {true, false}) {

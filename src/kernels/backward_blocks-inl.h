@@ -234,15 +234,34 @@ struct ChannelsLastCorners {
     S weight[8], wx[2], wy[2], wz[2];
 };
 
+// DV's lanes of consecutive elements from p, in the compute type (fp16 and bf16 promoted,
+// exactly).
+template <class DV, typename T>
+HWY_INLINE hn::Vec<DV> LoadLanes(DV dv, const T* p) {
+    if constexpr (std::is_same_v<T, hn::TFromD<DV>>)
+        return hn::LoadU(dv, p);
+    else if constexpr (std::is_same_v<T, Half>)
+        return hn::PromoteTo(dv, hn::LoadU(hn::Rebind<hwy::float16_t, DV>(), reinterpret_cast<const hwy::float16_t*>(p)));
+    else
+        return hn::PromoteTo(dv, hn::LoadU(hn::Rebind<hwy::bfloat16_t, DV>(), reinterpret_cast<const hwy::bfloat16_t*>(p)));
+}
+
 // Channels [c, c + lanes) of a point's gradOutput: a load (kGather false: channels next to
-// each other) or a gather (gradOutput laid out with channels apart, as NCDHW).
+// each other) or a gather (gradOutput laid out with channels apart, as NCDHW; fp16 and bf16,
+// which have no 16-bit gathers, element by element).
 template <bool kGather, class DV, typename T>
 HWY_INLINE hn::Vec<DV> LoadGradOutput(DV dv, const T* gout, int64_t c, int64_t stride,
                                       const hwy::MakeSigned<hn::TFromD<DV>>* index) {
-    if constexpr (kGather)
+    using S = hn::TFromD<DV>;
+    if constexpr (!kGather) {
+        return LoadLanes(dv, gout + c);
+    } else if constexpr (std::is_same_v<T, S>) {
         return hn::GatherIndex(dv, gout + c * stride, hn::LoadU(hn::RebindToSigned<DV>(), index));
-    else
-        return hn::LoadU(dv, gout + c);
+    } else {
+        HWY_ALIGN S lanes[hn::MaxLanes(DV())];
+        for (size_t l = 0; l < hn::Lanes(dv); ++l) lanes[l] = LoadElement(gout + (c + static_cast<int64_t>(l)) * stride);
+        return hn::Load(dv, lanes);
+    }
 }
 
 // One point of a channels-last block: its eight corners' scatter (where scatter[k]) and the
@@ -272,7 +291,7 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
                 for (int k = 0; k < 8; ++k) {
                     hn::StoreU(hn::Add(hn::LoadU(dv, p.acc[k] + c), hn::Mul(hn::Set(dv, p.weight[k]), g)), dv,
                                p.acc[k] + c);
-                    if constexpr (kGridGrad) v[k] = hn::LoadU(dv, p.in[k] + c);
+                    if constexpr (kGridGrad) v[k] = LoadLanes(dv, p.in[k] + c);
                 }
                 if constexpr (kGridGrad) {
                     const auto wx0 = hn::Set(dv, p.wx[0]), wx1 = hn::Set(dv, p.wx[1]), wy0 = hn::Set(dv, p.wy[0]),
@@ -305,7 +324,7 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
                                p.acc[k] + c);
                 if constexpr (kGridGrad) {
                     const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
-                    const auto v = hn::LoadU(dv, p.in[k] + c);
+                    const auto v = LoadLanes(dv, p.in[k] + c);
                     const auto tx = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(dv, p.wy[ky])), hn::Set(dv, p.wz[kz])), g);
                     const auto ty = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(dv, p.wx[kx])), hn::Set(dv, p.wz[kz])), g);
                     const auto tz = hn::Mul(hn::Mul(hn::Mul(v, hn::Set(dv, p.wx[kx])), hn::Set(dv, p.wy[ky])), g);
@@ -330,13 +349,13 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
     // The last channels one by one in PyTorch's terms and order: with fewer channels than
     // vector lanes the result is bitwise that of NCDHW.
     for (; c < channels; ++c) {
-        const S g = p.gout[c * p.gout_stride];
+        const S g = LoadElement(p.gout + c * p.gout_stride);
         for (int k = 0; k < 8; ++k) {
             if (!kAllCorners && !p.inside[k]) continue;
             if (kAllCorners || p.scatter[k]) p.acc[k][c] += p.weight[k] * g;
             if constexpr (kGridGrad) {
                 const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
-                const S v = p.in[k][c];
+                const S v = LoadElement(p.in[k] + c);
                 const S tx = v * p.wy[ky] * p.wz[kz] * g, ty = v * p.wx[kx] * p.wz[kz] * g,
                         tz = v * p.wx[kx] * p.wy[ky] * g;
                 sx = kx ? sx + tx : sx - tx;
@@ -358,10 +377,10 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
 // gradOutput out of the corner sums: per channel c, d/dx = g_c * sum over corners of
 // +-v * wy * wz (and so on), the sums with fused multiply-adds, g applied once, then the
 // channels summed (an order fixed by the SIMD target and the channel count).
-template <bool kGridGrad, bool kGather, class D, typename S>
-HWY_INLINE void ChannelsLastPairPoint(D d, const S* HWY_RESTRICT gout, int64_t gout_stride,
+template <bool kGridGrad, bool kGather, class D, typename T, typename S>
+HWY_INLINE void ChannelsLastPairPoint(D d, const T* HWY_RESTRICT gout, int64_t gout_stride,
                                       const hwy::MakeSigned<S>* gout_index, S* HWY_RESTRICT acc,
-                                      const S* HWY_RESTRICT in, const int64_t* acc_delta, const int64_t* in_delta,
+                                      const T* HWY_RESTRICT in, const int64_t* acc_delta, const int64_t* in_delta,
                                       const BlockCells<S>& cells, int i, S* gix, S* giy, S* giz) {
     const hn::Half<D> dh;
     const auto gh = LoadGradOutput<kGather>(dh, gout, 0, gout_stride, gout_index);
@@ -379,7 +398,7 @@ HWY_INLINE void ChannelsLastPairPoint(D d, const S* HWY_RESTRICT gout, int64_t g
         S* HWY_RESTRICT a = acc + acc_delta[k];
         hn::StoreU(hn::Add(hn::LoadU(d, a), hn::Mul(w, g)), d, a);
         if constexpr (kGridGrad) {
-            const auto v = hn::LoadU(d, in + in_delta[k]);
+            const auto v = LoadLanes(d, in + in_delta[k]);
             sx = hn::MulAdd(v, hn::Set(d, wy[ky] * wz[kz]), sx);
             sy = ky ? hn::MulAdd(v, wxz[kz], sy) : hn::NegMulAdd(v, wxz[kz], sy);
             sz = kz ? hn::MulAdd(v, wxy[ky], sz) : hn::NegMulAdd(v, wxy[ky], sz);
@@ -397,9 +416,9 @@ HWY_INLINE void ChannelsLastPairPoint(D d, const S* HWY_RESTRICT gout, int64_t g
 }
 #else
 // The scalar target (one lane, no Combine) has no pairs: RunPreparedBlock never asks for them.
-template <bool kGridGrad, bool kGather, class D, typename S>
-void ChannelsLastPairPoint(D d, const S* gout, int64_t gout_stride, const hwy::MakeSigned<S>* gout_index, S* acc,
-                           const S* in, const int64_t* acc_delta, const int64_t* in_delta, const BlockCells<S>& cells,
+template <bool kGridGrad, bool kGather, class D, typename T, typename S>
+void ChannelsLastPairPoint(D d, const T* gout, int64_t gout_stride, const hwy::MakeSigned<S>* gout_index, S* acc,
+                           const T* in, const int64_t* acc_delta, const int64_t* in_delta, const BlockCells<S>& cells,
                            int i, S* gix, S* giy, S* giz) = delete;
 #endif
 
@@ -454,10 +473,10 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
                                                  kGridGrad ? in_n + in_base[i] : nullptr, local_acc_delta, local_in_delta, cells,
                                                  i, &gix, &giy, &giz);
                 if constexpr (kGridGrad) {
-                    S* gg = pb.ggrid + block.grid_grad[i];
-                    gg[0] = block.mx[i] * gix;
-                    gg[ggs] = block.my[i] * giy;
-                    gg[2 * ggs] = block.mz[i] * giz;
+                    T* gg = pb.ggrid + block.grid_grad[i];
+                    gg[0] = FromCompute<T>(block.mx[i] * gix);
+                    gg[ggs] = FromCompute<T>(block.my[i] * giy);
+                    gg[2 * ggs] = FromCompute<T>(block.mz[i] * giz);
                 }
                 continue;
             }
@@ -554,7 +573,7 @@ HWY_INLINE void RunChannelsLastBlock(const Problem<T>& pb, int64_t n, PreparedBl
 // channels last; RunChannelsLastBlock), or points in vectors (RunBlock).
 template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
 HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block) {
-    if constexpr (kUnitChannels && std::is_same_v<T, S>) {
+    if constexpr (kUnitChannels) {
         if (pb.args.grad_output.stride[1] == 1 || pb.channels <= 1)
             RunChannelsLastBlock<T, kGridGrad, false>(pb, n, block);
         else

@@ -20,16 +20,13 @@ struct Parts {
 
 size_t Align(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
-Parts PartSizes(const BackwardArgs& args, const SlabPlan& plan) {
-    Parts parts;
+// The plan's parts (keys, order, row ranges) for the batch items of args.
+void PlanPartSizes(const BackwardArgs& args, Parts* parts_out) {
+    Parts& parts = *parts_out;
+    const SlabPlan plan = PlanSlabs(args);
     const auto batch = static_cast<size_t>(args.grid.size[0]);
     const auto rows = static_cast<size_t>(args.grid.size[1] * args.grid.size[2]);
     const auto points = rows * static_cast<size_t>(args.grid.size[3]);
-    if (NeedsAccumulator(args)) {
-        size_t elements = 1;
-        for (int64_t s : args.input_grad.size) elements *= static_cast<size_t>(s);
-        parts.accumulator = Align(elements * sizeof(float));
-    }
     if (plan.usable) {
         // Row ranges for the scan (one per row) or the sorted slabs (one per segment).
         const auto segments = static_cast<size_t>(std::max<int64_t>(1, SegmentsPerRow(args.grid.size[3])));
@@ -37,6 +34,24 @@ Parts PartSizes(const BackwardArgs& args, const SlabPlan& plan) {
         parts.order = Align(batch * points * sizeof(uint16_t));
         parts.row_lowest = parts.row_highest = Align(batch * rows * segments * sizeof(uint32_t));
     }
+}
+
+// The channels-last backward: its accumulator, then the plan for one batch item (the items
+// run one after the other). Otherwise fp16 and bf16's accumulator of the whole inputGrad,
+// then the plan for every item.
+Parts PartSizes(const BackwardArgs& args) {
+    Parts parts;
+    if (BackwardFromChannelsLastCopy(args)) {
+        parts.accumulator = ChannelsLastAccumulatorBytes(args);
+        PlanPartSizes(OneBatchItem(args, 0), &parts);
+        return parts;
+    }
+    if (NeedsAccumulator(args)) {
+        size_t elements = 1;
+        for (int64_t s : args.input_grad.size) elements *= static_cast<size_t>(s);
+        parts.accumulator = Align(elements * sizeof(float));
+    }
+    PlanPartSizes(args, &parts);
     return parts;
 }
 
@@ -55,7 +70,7 @@ SlabPlan PlanSlabs(const BackwardArgs& args) {
 
 BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
     BackwardWorkspace ws;
-    const Parts parts = PartSizes(args, PlanSlabs(args));
+    const Parts parts = PartSizes(args);
     char* next = static_cast<char*>(workspace);
     auto take = [&next](size_t bytes) {
         char* p = bytes ? next : nullptr;
@@ -67,8 +82,15 @@ BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
     ws.order = reinterpret_cast<uint16_t*>(take(parts.order));
     ws.row_lowest = reinterpret_cast<uint32_t*>(take(parts.row_lowest));
     ws.row_highest = reinterpret_cast<uint32_t*>(take(parts.row_highest));
+    const int64_t* size = args.input_grad.size;
+    if (BackwardFromChannelsLastCopy(args)) {  // (D, H, W, C) of one item
+        const int64_t strides[5] = {size[1] * size[2] * size[3] * size[4], 1, size[3] * size[4] * size[1],
+                                    size[4] * size[1], size[1]};
+        std::copy(strides, strides + 5, ws.accumulator_stride);
+        return ws;
+    }
     ws.accumulator_stride[4] = 1;
-    for (int i = 4; i > 0; --i) ws.accumulator_stride[i - 1] = ws.accumulator_stride[i] * args.input_grad.size[i];
+    for (int i = 4; i > 0; --i) ws.accumulator_stride[i - 1] = ws.accumulator_stride[i] * size[i];
     return ws;
 }
 
@@ -84,16 +106,12 @@ BackwardArgs OneBatchItem(const BackwardArgs& args, int64_t n) {
 
 size_t ChannelsLastAccumulatorBytes(const BackwardArgs& args) {
     const View5& ig = args.input_grad;
-    return Align(static_cast<size_t>(ig.size[1] * ig.size[2] * ig.size[3] * ig.size[4]) * ElementBytes(args.type));
+    const size_t compute_bytes = args.type == ElementType::kFloat64 ? 8 : 4;  // fp16 and bf16 in fp32
+    return Align(static_cast<size_t>(ig.size[1] * ig.size[2] * ig.size[3] * ig.size[4]) * compute_bytes);
 }
 
 size_t BackwardWorkspaceBytes(const BackwardArgs& args) {
-    if (BackwardFromChannelsLastCopy(args)) {
-        const BackwardArgs item = OneBatchItem(args, 0);
-        const Parts parts = PartSizes(item, PlanSlabs(item));
-        return ChannelsLastAccumulatorBytes(args) + parts.keys + parts.order + parts.row_lowest + parts.row_highest;
-    }
-    const Parts parts = PartSizes(args, PlanSlabs(args));
+    const Parts parts = PartSizes(args);
     return parts.accumulator + parts.keys + parts.order + parts.row_lowest + parts.row_highest;
 }
 

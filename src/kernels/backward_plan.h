@@ -32,9 +32,12 @@ inline int64_t SegmentsPerRow(int64_t out_w) { return (out_w + kSegmentPoints - 
 
 // Pointers into the workspace; null where the plan needs no such part.
 struct BackwardWorkspace {
-    float* accumulator = nullptr;  // fp16/bf16 inputGrad in fp32, contiguous (N, C, D, H, W)
+    // fp16/bf16 inputGrad in fp32, contiguous (N, C, D, H, W), with its strides; or the
+    // channels-last backward's (BackwardFromChannelsLastCopy) of one batch item, (D, H, W, C)
+    // in the compute type (fp64: doubles), its strides its own.
+    float* accumulator = nullptr;
     int64_t accumulator_stride[5] = {0, 0, 0, 0, 0};
-    // Sorted slabs: per grid point, the slabs of its row segment's points, sorted; and the
+    // Sorted slabs: per grid point (of one batch item for the channels-last backward), the slabs of its row segment's points, sorted; and the
     // segment's points (w from the segment's first) in key order. 1 + 2 bytes per point.
     uint8_t* keys = nullptr;
     uint16_t* order = nullptr;
@@ -49,9 +52,8 @@ BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace);
 // Batch item n of the arguments alone: every view of size 1 along N, its data offset to item n.
 BackwardArgs OneBatchItem(const BackwardArgs& args, int64_t n);
 
-// The channels-last backward (BackwardFromChannelsLastCopy): the workspace starts with one
-// batch item's inputGrad accumulator, (D, H, W, C) in the compute type, of this many bytes
-// (aligned); the sorted plan's parts for one batch item follow.
+// The channels-last backward's accumulator (BackwardFromChannelsLastCopy): one batch item's
+// inputGrad, (D, H, W, C) in the compute type, this many bytes (aligned).
 size_t ChannelsLastAccumulatorBytes(const BackwardArgs& args);
 
 }  // namespace gs3d::kernels

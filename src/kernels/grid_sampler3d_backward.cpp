@@ -232,25 +232,24 @@ void StoreAccumulator(const Problem<T>& pb) {
     }
 }
 
-// Bilinear, fp32 or fp64, inputGrad dense NCDHW, many channels (BackwardFromChannelsLastCopy):
+// Bilinear, inputGrad dense NCDHW, many channels (BackwardFromChannelsLastCopy):
 // batch item by batch item, the input copied as (D, H, W, C) into inputGrad's own memory
 // (with gridGrad; nothing else reads it), inputGrad accumulated as (D, H, W, C) in the
-// workspace by the sorted slabs with channels in vectors (RunChannelsLastBlock; gradOutput's
-// channels gathered), then copied into inputGrad over the input's copy. A point's corners
-// are then eight runs of C elements in each volume instead of 8 x C lines. A/B alternating
+// workspace (fp32 for fp16 and bf16, rounded once as it is copied out) by the sorted slabs
+// with channels in vectors (RunChannelsLastBlock; gradOutput's channels gathered), then copied
+// into inputGrad over the input's copy. A point's corners are then eight runs of C elements
+// in each volume instead of 8 x C lines. A/B alternating
 // on Zen 4, 2 threads, noise 0.05: (1, 4, 96) 38 -> 28 ms, (1, 8, 64) 17.7 -> 11.3,
 // (1, 32, 48) 25.8 -> 15.9; with 2 channels slower (22.7 -> 34: its channels go one by one).
 // The plan, and so the result, depends on the shapes only.
 template <typename T, Padding P>
 void ChannelsLastCopyBackward(const BackwardArgs& args, void* workspace) {
-    static_assert(std::is_same_v<T, ComputeType<T>>, "fp32 and fp64 only: the input's copy is read as the compute type");
+    using S = ComputeType<T>;
     const View5& in = args.input;
     const View5& ig = args.input_grad;
-    const int64_t channels = in.size[1], depth = in.size[2], height = in.size[3], width = in.size[4];
-    const int64_t channels_last[5] = {depth * height * width * channels, 1, height * width * channels, width * channels,
-                                      channels};
-    T* acc = static_cast<T*>(workspace);
-    void* plan_space = static_cast<char*>(workspace) + ChannelsLastAccumulatorBytes(args);
+    const BackwardWorkspace ws = LayOutWorkspace(args, workspace);  // the plan's parts: one item's
+    S* acc = reinterpret_cast<S*>(ws.accumulator);
+    const int64_t* channels_last = ws.accumulator_stride;  // (D, H, W, C), also the input's copy
     for (int64_t n = 0; n < in.size[0]; ++n) {
         BackwardArgs item = OneBatchItem(args, n);
         T* input_grad_n = static_cast<T*>(item.input_grad.data);
@@ -259,9 +258,8 @@ void ChannelsLastCopyBackward(const BackwardArgs& args, void* workspace) {
             item.input.data = input_grad_n;
             std::copy(channels_last, channels_last + 5, item.input.stride);
         }
-        item.input_grad.data = acc;
+        item.input_grad.data = acc;  // the accumulator's shape and strides (pb writes through acc)
         std::copy(channels_last, channels_last + 5, item.input_grad.stride);
-        const BackwardWorkspace ws = LayOutWorkspace(item, plan_space);
         const Problem<T> pb(item, acc, channels_last);
         const SlabPlan plan = PlanSlabs(item);
         if (args.compute_grid_grad)
@@ -275,7 +273,7 @@ void ChannelsLastCopyBackward(const BackwardArgs& args, void* workspace) {
 template <typename T, Interpolation I, Padding P>
 void Backward(const BackwardArgs& args, void* workspace) {
     using S = ComputeType<T>;
-    if constexpr (I == Interpolation::kBilinear && std::is_same_v<T, S>) {
+    if constexpr (I == Interpolation::kBilinear) {
         if (BackwardFromChannelsLastCopy(args)) return ChannelsLastCopyBackward<T, P>(args, workspace);
     }
     const BackwardWorkspace ws = LayOutWorkspace(args, workspace);

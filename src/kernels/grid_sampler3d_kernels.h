@@ -76,11 +76,11 @@ inline bool SamplesFromChannelsLastCopy(const ForwardArgs& args) {
 size_t ForwardWorkspaceBytes(const ForwardArgs& args);
 void RunForward(const ForwardArgs& args, void* workspace);
 
-// The bilinear backward of fp32 and fp64 with inputGrad laid out NCDHW (dense within each
-// batch item) and at least this many channels runs batch item by batch item with channels
-// last (grid_sampler3d_backward.cpp, ChannelsLastCopyBackward): the input copied into
-// inputGrad's own memory as (D, H, W, C), inputGrad accumulated as (D, H, W, C) in the
-// workspace, then copied out.
+// The bilinear backward with inputGrad laid out NCDHW (dense within each batch item) and at
+// least this many channels runs batch item by batch item with channels last
+// (grid_sampler3d_backward.cpp, ChannelsLastCopyBackward): the input copied into inputGrad's
+// own memory as (D, H, W, C), inputGrad accumulated as (D, H, W, C) in the workspace (fp32
+// for fp16 and bf16), then copied out.
 constexpr int64_t kChannelsLastBackwardMinChannels = 4;  // measured: 4 gains, 2 loses (scalar channels)
 
 // gradOutput's channel stride as the int32 offsets of a gather of up to 16 lanes.
@@ -93,8 +93,7 @@ inline bool BackwardFromChannelsLastCopy(const BackwardArgs& args) {
     const View5& ig = args.input_grad;
     const int64_t channels = ig.size[1], voxels = ig.size[2] * ig.size[3] * ig.size[4];
     const int64_t points = args.grid.size[1] * args.grid.size[2] * args.grid.size[3];
-    if ((args.type != ElementType::kFloat32 && args.type != ElementType::kFloat64) ||
-        args.options.interpolation != Interpolation::kBilinear || !args.compute_input_grad ||
+    if (args.options.interpolation != Interpolation::kBilinear || !args.compute_input_grad ||
         channels < kChannelsLastBackwardMinChannels || voxels == 0 || points == 0 || args.grid.size[0] == 0)
         return false;
     // Offsets into the channels-last buffers as int32 (the SIMD blocks' gathers), the sorted
