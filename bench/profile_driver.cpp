@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
                 g[1] = (2 * y + 1) / float(s) - 1 + noise(rng);
                 g[2] = (2 * z + 1) / float(s) - 1 + noise(rng);
             }
-    // fp16/bf16 data: any bits will do for timing; reuse the fp32 storage.
+    // fp16/bf16 data: the same values converted into the front of the fp32 storage (below).
     const int64_t vdims[5] = {1, c, s, s, s}, gdims[5] = {1, s, s, s, 3}, vstore[1] = {vol}, gstore[1] = {pts * 3};
     std::vector<char> out(vol * es), input_grad(vol * es), grid_grad(pts * 3 * es);
     // Volumes: contiguous NCDHW, or channels-last strides over the same storage (the values
@@ -64,12 +64,19 @@ int main(int argc, char** argv) {
               *tgo = make(vdims, vstrides, vstore, grad.data()), *to = make(vdims, vstrides, vstore, out.data()),
               *tig = make(vdims, vstrides, vstore, input_grad.data()),
               *tgg = make(gdims, nullptr, gstore, grid_grad.data());
-    if (type != ACL_FLOAT) {  // store valid half values of the same numbers
+    if (type != ACL_FLOAT) {  // the same numbers as fp16 (rounded) or bf16 (truncated), in place
         for (auto* v : {&input, &grad, &grid})
             for (size_t i = 0; i < v->size(); ++i) {
-                uint32_t b;
-                std::memcpy(&b, &(*v)[i], 4);
-                reinterpret_cast<uint16_t*>(v->data())[i] = static_cast<uint16_t>(b >> 16);  // bf16-ish
+                uint16_t bits;
+                if (type == ACL_FLOAT16) {
+                    const _Float16 h = static_cast<_Float16>((*v)[i]);
+                    std::memcpy(&bits, &h, 2);
+                } else {
+                    uint32_t b;
+                    std::memcpy(&b, &(*v)[i], 4);
+                    bits = static_cast<uint16_t>(b >> 16);
+                }
+                reinterpret_cast<uint16_t*>(v->data())[i] = bits;
             }
     }
     double best = 1e9;

@@ -234,18 +234,6 @@ struct ChannelsLastCorners {
     S weight[8], wx[2], wy[2], wz[2];
 };
 
-// DV's lanes of consecutive elements from p, in the compute type (fp16 and bf16 promoted,
-// exactly).
-template <class DV, typename T>
-HWY_INLINE hn::Vec<DV> LoadLanes(DV dv, const T* p) {
-    if constexpr (std::is_same_v<T, hn::TFromD<DV>>)
-        return hn::LoadU(dv, p);
-    else if constexpr (std::is_same_v<T, Half>)
-        return hn::PromoteTo(dv, hn::LoadU(hn::Rebind<hwy::float16_t, DV>(), reinterpret_cast<const hwy::float16_t*>(p)));
-    else
-        return hn::PromoteTo(dv, hn::LoadU(hn::Rebind<hwy::bfloat16_t, DV>(), reinterpret_cast<const hwy::bfloat16_t*>(p)));
-}
-
 // Channels [c, c + lanes) of a point's gradOutput: a load (kGather false: channels next to
 // each other) or a gather (gradOutput laid out with channels apart, as NCDHW; fp16 and bf16,
 // which have no 16-bit gathers, element by element).

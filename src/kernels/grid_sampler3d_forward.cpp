@@ -26,6 +26,19 @@ namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
 namespace {
 
+// D's lanes of a point's channels into out (channel stride `stride`), rounded to T: one
+// unaligned store where they are next to each other in the compute type, else lane by lane.
+template <class D, typename T>
+HWY_INLINE void StoreChannels(D d, hn::Vec<D> v, T* HWY_RESTRICT out, int64_t stride) {
+    using S = hn::TFromD<D>;
+    if constexpr (std::is_same_v<T, S>) {
+        if (stride == 1) return hn::StoreU(v, d, out);
+    }
+    HWY_ALIGN S value[hn::MaxLanes(d)];
+    hn::Store(v, d, value);
+    for (size_t j = 0; j < hn::Lanes(d); ++j) StoreElement<T>(value[j], out + static_cast<int64_t>(j) * stride);
+}
+
 // Samples one grid point into every channel. kUnitChannels: input and out have channel
 // stride 1 (NDHWC), so the channel loop runs over contiguous memory and vectorises;
 // kUnitInput: the input alone (a channels-last copy, SampleFromChannelsLastCopy).
@@ -38,27 +51,46 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
     const int64_t in_cs = kUnitInput ? 1 : in.stride[1];
     const int64_t out_cs = kUnitChannels ? 1 : args.out.stride[1];
     const bool align = args.options.align_corners;
-    const S ix = SourceIndex<S, P>(ToCompute(g[0]), in.size[4], align);
-    const S iy = SourceIndex<S, P>(ToCompute(g[args.grid.stride[4]]), in.size[3], align);
-    const S iz = SourceIndex<S, P>(ToCompute(g[2 * args.grid.stride[4]]), in.size[2], align);
+    const S ix = SourceIndex<S, P>(LoadElement(g), in.size[4], align);
+    const S iy = SourceIndex<S, P>(LoadElement(g + args.grid.stride[4]), in.size[3], align);
+    const S iz = SourceIndex<S, P>(LoadElement(g + 2 * args.grid.stride[4]), in.size[2], align);
     if constexpr (I == Interpolation::kBilinear) {
         TrilinearCorners<S> corners;
         if (corners.Compute(ix, iy, iz, geometry)) {  // all eight corners inside: no tests
             const S* w = corners.weight;
             const int64_t sz = geometry.stride[0], sy = geometry.stride[1], sx = geometry.stride[2];
             const T* HWY_RESTRICT base = in_n + corners.z0 * sz + corners.y0 * sy + corners.x0 * sx;
-            for (int64_t c = 0; c < channels; ++c) {
+            int64_t c = 0;
+            if constexpr (kUnitInput) {
+                // Channels next to each other: in vectors of D, then at most one of 8 and one of 4
+                // lanes; each lane the scalar loop's sum, in its order (no fused multiply-add).
+                const int64_t offset[8] = {0, sx, sy, sy + sx, sz, sz + sx, sz + sy, sz + sy + sx};
+                auto vectors = [&](auto dv, int64_t end) HWY_ATTR {
+                    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
+                    for (; c + lanes <= end; c += lanes) {
+                        auto value = hn::Zero(dv);
+                        for (int k = 0; k < 8; ++k)
+                            value = hn::Add(value, hn::Mul(LoadLanes(dv, base + offset[k] + c), hn::Set(dv, w[k])));
+                        StoreChannels(dv, value, out_p + c * out_cs, out_cs);
+                    }
+                };
+                const hn::ScalableTag<S> d;
+                vectors(d, channels);
+                if constexpr (hn::MaxLanes(d) > 8) vectors(hn::CappedTag<S, 8>(), channels);
+                if constexpr (hn::MaxLanes(d) > 4) vectors(hn::CappedTag<S, 4>(), channels);
+            }
+            for (; c < channels; ++c) {
                 const T* v = base + c * in_cs;
                 S value = 0;
-                value += ToCompute(v[0]) * w[0];
-                value += ToCompute(v[sx]) * w[1];
-                value += ToCompute(v[sy]) * w[2];
-                value += ToCompute(v[sy + sx]) * w[3];
-                value += ToCompute(v[sz]) * w[4];
-                value += ToCompute(v[sz + sx]) * w[5];
-                value += ToCompute(v[sz + sy]) * w[6];
-                value += ToCompute(v[sz + sy + sx]) * w[7];
-                out_p[c * out_cs] = FromCompute<T>(value);
+                value += LoadElement(v) * w[0];
+                value += LoadElement(v + sx) * w[1];
+                value += LoadElement(v + sy) * w[2];
+                value += LoadElement(v + sy + sx) * w[3];
+                value += LoadElement(v + sz) * w[4];
+                value += LoadElement(v + sz + sx) * w[5];
+                value += LoadElement(v + sz + sy) * w[6];
+                value += LoadElement(v + sz + sy + sx) * w[7];
+                StoreElement<T>(value, out_p + c * out_cs);
             }
         } else {
             for (int64_t c = 0; c < channels; ++c) {
@@ -66,15 +98,15 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
                 S value = 0;
                 for (int k = 0; k < 8; ++k)
                     if (corners.inside[k]) value += ToCompute(v[corners.offset[k]]) * corners.weight[k];
-                out_p[c * out_cs] = FromCompute<T>(value);
+                StoreElement<T>(value, out_p + c * out_cs);
             }
         }
     } else {
         NearestCorner corner;
         corner.Compute(ix, iy, iz, geometry);
         for (int64_t c = 0; c < channels; ++c) {
-            const S value = corner.inside ? ToCompute(in_n[c * in_cs + corner.offset]) : S(0);
-            out_p[c * out_cs] = FromCompute<T>(value);
+            const S value = corner.inside ? LoadElement(in_n + c * in_cs + corner.offset) : S(0);
+            StoreElement<T>(value, out_p + c * out_cs);
         }
     }
 }

@@ -70,6 +70,18 @@ HWY_INLINE void StoreElement(ComputeType<T> v, T* p) {
     *p = FromCompute<T>(v);
 }
 
+// DV's lanes of consecutive elements from p, in the compute type (fp16 and bf16 promoted,
+// exactly).
+template <class DV, typename T>
+HWY_INLINE hn::Vec<DV> LoadLanes(DV dv, const T* p) {
+    if constexpr (std::is_same_v<T, hn::TFromD<DV>>)
+        return hn::LoadU(dv, p);
+    else if constexpr (std::is_same_v<T, Half>)
+        return hn::PromoteTo(dv, hn::LoadU(hn::Rebind<hwy::float16_t, DV>(), reinterpret_cast<const hwy::float16_t*>(p)));
+    else
+        return hn::PromoteTo(dv, hn::LoadU(hn::Rebind<hwy::bfloat16_t, DV>(), reinterpret_cast<const hwy::bfloat16_t*>(p)));
+}
+
 // The grid values (x, y, z) of a block's `count` points into coord[axis][i], in the compute
 // type; lanes up to `padded` get 0. point(i): point i's first value; cs: the values' stride.
 template <typename S, typename PointAt>
