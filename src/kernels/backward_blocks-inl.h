@@ -11,7 +11,6 @@
 #define GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
 #endif
 
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <algorithm>
@@ -435,20 +434,6 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     const int64_t gout_stride = a.grad_output.stride[1];
     HWY_ALIGN hwy::MakeSigned<S> gout_index[hn::MaxLanes(D())];
     for (size_t l = 0; l < hn::MaxLanes(D()); ++l) gout_index[l] = static_cast<hwy::MakeSigned<S>>(l * gout_stride);
-    if constexpr (kGather) {
-        // gradOutput's channels apart: every line the block's gathers will read, requested at
-        // once (a gather waits on its lanes' lines; C volumes are too many streams for the
-        // hardware's prefetcher). A line per channel where a point starts a new one.
-        constexpr int64_t kLine = 64 / sizeof(T);
-        int64_t previous = -1;
-        for (int i = 0; i < cells.count; ++i) {
-            const int64_t line = block.grad_output[i] / kLine;
-            if (line == previous) continue;
-            previous = line;
-            const T* g = pb.gout + block.grad_output[i];
-            for (int64_t c = 0; c < channels; ++c) hwy::Prefetch(g + c * gout_stride);
-        }
-    }
     for (int i = 0; i < cells.count; ++i) {
         // Pairs only in whole blocks (the sorted plan's, where every corner inside is
         // scattered), so that a point's gridGrad order depends on its corners being inside,
