@@ -434,6 +434,12 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     const int64_t gout_stride = a.grad_output.stride[1];
     HWY_ALIGN hwy::MakeSigned<S> gout_index[hn::MaxLanes(D())];
     for (size_t l = 0; l < hn::MaxLanes(D()); ++l) gout_index[l] = static_cast<hwy::MakeSigned<S>>(l * gout_stride);
+    auto write_grid_grad = [&](int i, S gix, S giy, S giz) {
+        T* gg = pb.ggrid + block.grid_grad[i];
+        gg[0] = FromCompute<T>(block.mx[i] * gix);
+        gg[ggs] = FromCompute<T>(block.my[i] * giy);
+        gg[2 * ggs] = FromCompute<T>(block.mz[i] * giz);
+    };
     for (int i = 0; i < cells.count; ++i) {
         // Pairs only in whole blocks (the sorted plan's, where every corner inside is
         // scattered), so that a point's gridGrad order depends on its corners being inside,
@@ -441,16 +447,10 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         if constexpr (kPairs) {
             if (block.whole && (cells.all_inside || cells.point_inside[i] != 0)) {
                 S gix, giy, giz;
-                ChannelsLastPairPoint<kGridGrad, kGather>(d, pb.gout + block.grad_output[i], gout_stride, gout_index,
-                                                          acc_n + block.acc_base[i],
-                                                 kGridGrad ? in_n + in_base[i] : nullptr, local_acc_delta, local_in_delta, cells,
-                                                 i, &gix, &giy, &giz);
-                if constexpr (kGridGrad) {
-                    T* gg = pb.ggrid + block.grid_grad[i];
-                    gg[0] = FromCompute<T>(block.mx[i] * gix);
-                    gg[ggs] = FromCompute<T>(block.my[i] * giy);
-                    gg[2 * ggs] = FromCompute<T>(block.mz[i] * giz);
-                }
+                ChannelsLastPairPoint<kGridGrad, kGather>(
+                    d, pb.gout + block.grad_output[i], gout_stride, gout_index, acc_n + block.acc_base[i],
+                    kGridGrad ? in_n + in_base[i] : nullptr, local_acc_delta, local_in_delta, cells, i, &gix, &giy, &giz);
+                if constexpr (kGridGrad) write_grid_grad(i, gix, giy, giz);
                 continue;
             }
         }
@@ -470,12 +470,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
                 p.in[k] = kGridGrad ? in_n + (static_cast<int64_t>(in_base[i]) + local_in_delta[k]) : nullptr;
             }
             ChannelsLastPoint<true, kGridGrad, kGather>(d, channels, p, &gix, &giy, &giz);
-            if constexpr (kGridGrad) {
-                T* gg = pb.ggrid + block.grid_grad[i];
-                gg[0] = FromCompute<T>(block.mx[i] * gix);
-                gg[ggs] = FromCompute<T>(block.my[i] * giy);
-                gg[2 * ggs] = FromCompute<T>(block.mz[i] * giz);
-            }
+            if constexpr (kGridGrad) write_grid_grad(i, gix, giy, giz);
             continue;
         }
         // This task writes the point's gridGrad (a scan task: only for its own points), and
@@ -508,10 +503,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         else
             run(std::false_type{}, std::false_type{});
         if (grid_grad) {
-            T* gg = pb.ggrid + block.grid_grad[i];
-            gg[0] = FromCompute<T>(block.mx[i] * gix);
-            gg[ggs] = FromCompute<T>(block.my[i] * giy);
-            gg[2 * ggs] = FromCompute<T>(block.mz[i] * giz);
+            write_grid_grad(i, gix, giy, giz);
         }
     }
 }
