@@ -238,9 +238,9 @@ void StoreAccumulator(const Problem<T>& pb) {
 // workspace (fp32 for fp16 and bf16, rounded once as it is copied out) by the sorted slabs
 // with channels in vectors (RunChannelsLastBlock; gradOutput's channels gathered), then copied
 // into inputGrad over the input's copy. A point's corners are then eight runs of C elements
-// in each volume instead of 8 x C lines. A/B alternating
-// on Zen 4, 2 threads, noise 0.05: (1, 4, 96) 38 -> 28 ms, (1, 8, 64) 17.7 -> 11.3,
-// (1, 32, 48) 25.8 -> 15.9; with 2 channels slower (22.7 -> 34: its channels go one by one).
+// in each volume instead of 8 x C lines. A/B alternating on Zen 4, 2 threads, noise 0.05:
+// (1, 4, 96) 38 -> 28 ms, (1, 8, 64) 17.7 -> 11.3, (1, 32, 48) 25.8 -> 15.9; with 2
+// channels slower (22.7 -> 34: its channels go one by one).
 // The plan, and so the result, depends on the shapes only.
 template <typename T, Padding P>
 void ChannelsLastCopyBackward(const BackwardArgs& args, void* workspace) {

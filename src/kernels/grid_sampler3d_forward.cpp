@@ -26,17 +26,22 @@ namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
 namespace {
 
-// D's lanes of a point's channels into out (channel stride `stride`), rounded to T: one
-// unaligned store where they are next to each other in the compute type, else lane by lane.
-template <class D, typename T>
-HWY_INLINE void StoreChannels(D d, hn::Vec<D> v, T* HWY_RESTRICT out, int64_t stride) {
+// Lanes i .. min(i + lanes, count) - 1 of v into out_c[j * out_ws], rounded to T: one
+// unaligned store for a full vector into a packed row of the compute type, else lane by lane.
+// (A row's points at stride out_ws, or one point's channels at the channel stride.)
+template <typename T, class D>
+HWY_INLINE void StoreRowLanes(D d, hn::Vec<D> v, T* HWY_RESTRICT out_c, int i, int count, int64_t out_ws) {
     using S = hn::TFromD<D>;
+    const int lanes = static_cast<int>(hn::Lanes(d));
     if constexpr (std::is_same_v<T, S>) {
-        if (stride == 1) return hn::StoreU(v, d, out);
+        if (out_ws == 1 && i + lanes <= count) {
+            hn::StoreU(v, d, out_c + i);
+            return;
+        }
     }
     HWY_ALIGN S value[hn::MaxLanes(d)];
     hn::Store(v, d, value);
-    for (size_t j = 0; j < hn::Lanes(d); ++j) StoreElement<T>(value[j], out + static_cast<int64_t>(j) * stride);
+    for (int j = 0; j < lanes && i + j < count; ++j) StoreElement<T>(value[j], out_c + (i + j) * out_ws);
 }
 
 // Samples one grid point into every channel. kUnitChannels: input and out have channel
@@ -71,7 +76,7 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
                         auto value = hn::Zero(dv);
                         for (int k = 0; k < 8; ++k)
                             value = hn::Add(value, hn::Mul(LoadLanes(dv, base + offset[k] + c), hn::Set(dv, w[k])));
-                        StoreChannels(dv, value, out_p + c * out_cs, out_cs);
+                        StoreRowLanes(dv, value, out_p + c * out_cs, 0, static_cast<int>(lanes), out_cs);
                     }
                 };
                 const hn::ScalableTag<S> d;
@@ -97,7 +102,7 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
                 const T* v = in_n + c * in_cs;
                 S value = 0;
                 for (int k = 0; k < 8; ++k)
-                    if (corners.inside[k]) value += ToCompute(v[corners.offset[k]]) * corners.weight[k];
+                    if (corners.inside[k]) value += LoadElement(v + corners.offset[k]) * corners.weight[k];
                 StoreElement<T>(value, out_p + c * out_cs);
             }
         }
@@ -109,23 +114,6 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
             StoreElement<T>(value, out_p + c * out_cs);
         }
     }
-}
-
-// Lanes i .. min(i + lanes, count) - 1 of v into out_c[j * out_ws], rounded to T: one
-// unaligned store for a full vector into a packed row of the compute type, else lane by lane.
-template <typename T, class D>
-HWY_INLINE void StoreRowLanes(D d, hn::Vec<D> v, T* HWY_RESTRICT out_c, int i, int count, int64_t out_ws) {
-    using S = hn::TFromD<D>;
-    const int lanes = static_cast<int>(hn::Lanes(d));
-    if constexpr (std::is_same_v<T, S>) {
-        if (out_ws == 1 && i + lanes <= count) {
-            hn::StoreU(v, d, out_c + i);
-            return;
-        }
-    }
-    HWY_ALIGN S value[hn::MaxLanes(d)];
-    hn::Store(v, d, value);
-    for (int j = 0; j < lanes && i + j < count; ++j) StoreElement<T>(value[j], out_c + (i + j) * out_ws);
 }
 
 // A row segment of up to kBlock bilinear points, vectorised across points: source indices,
