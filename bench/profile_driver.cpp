@@ -15,6 +15,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "kernels/element_types.h"
 
 int main(int argc, char** argv) {
     const std::string op = argc > 1 ? argv[1] : "backward";
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
             for (size_t i = 0; i < v->size(); ++i) {
                 uint16_t bits;
                 if (type == ACL_FLOAT16) {
-                    const _Float16 h = static_cast<_Float16>((*v)[i]);
+                    const gs3d::kernels::Half h = gs3d::kernels::FloatToHalf((*v)[i]);  // the library's rounding
                     std::memcpy(&bits, &h, 2);
                 } else {
                     uint32_t b;
