@@ -233,14 +233,16 @@ struct ChannelsLastCorners {
     S weight[8], wx[2], wy[2], wz[2];
 };
 
-// Channels [c, c + lanes) of a point's gradOutput: a load (kGather false: channels next to
-// each other) or a gather (gradOutput laid out with channels apart, as NCDHW; fp16 and bf16,
-// which have no 16-bit gathers, element by element).
-template <bool kGather, class DV, typename T>
+// Channels [c, c + lanes) of a point's gradOutput: a load (channels next to each other,
+// stride 1) or a gather (gradOutput laid out with channels apart, as NCDHW; fp16 and bf16,
+// which have no 16-bit gathers, element by element). A run-time choice, not a template
+// parameter: twice the instantiations of the channels-last runner made the sanitizer
+// builds' compile of the backward too slow for CI.
+template <class DV, typename T>
 HWY_INLINE hn::Vec<DV> LoadGradOutput(DV dv, const T* gout, int64_t c, int64_t stride,
                                       const hwy::MakeSigned<hn::TFromD<DV>>* index) {
     using S = hn::TFromD<DV>;
-    if constexpr (!kGather) {
+    if (stride == 1) {
         return LoadLanes(dv, gout + c);
     } else if constexpr (std::is_same_v<T, S>) {
         return hn::GatherIndex(dv, gout + c * stride, hn::LoadU(hn::RebindToSigned<DV>(), index));
@@ -261,7 +263,7 @@ HWY_INLINE hn::Vec<DV> LoadGradOutput(DV dv, const T* gout, int64_t c, int64_t s
 // as g times differences of the corners along each axis weighted by the other two axes'
 // weights: per channel vector 12 differences and 21 multiplies or fused multiply-adds
 // instead of 36 multiplies and 24 adds, and six broadcasts per point.
-template <bool kAllCorners, bool kGridGrad, bool kGather, class D, typename T, typename S>
+template <bool kAllCorners, bool kGridGrad, class D, typename T, typename S>
 HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorners<T, S>& p, S* gix, S* giy, S* giz) {
     S sx = 0, sy = 0, sz = 0;
     int64_t c = 0;
@@ -269,7 +271,7 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
         const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
         auto gx = hn::Zero(dv), gy = hn::Zero(dv), gz = hn::Zero(dv);
         for (; c < end; c += lanes) {
-            const auto g = LoadGradOutput<kGather>(dv, p.gout, c, p.gout_stride, p.gout_index);
+            const auto g = LoadGradOutput(dv, p.gout, c, p.gout_stride, p.gout_index);
             if constexpr (kAllCorners) {
                 // Every corner: the sums as differences across each axis weighted by the
                 // other two (v1 - v0 along x, then wy, then wz; and so on), six broadcasts.
@@ -364,13 +366,13 @@ HWY_INLINE void ChannelsLastPoint(D d, int64_t channels, const ChannelsLastCorne
 // gradOutput out of the corner sums: per channel c, d/dx = g_c * sum over corners of
 // +-v * wy * wz (and so on), the sums with fused multiply-adds, g applied once, then the
 // channels summed (an order fixed by the SIMD target and the channel count).
-template <bool kGridGrad, bool kGather, class D, typename T, typename S>
+template <bool kGridGrad, class D, typename T, typename S>
 HWY_INLINE void ChannelsLastPairPoint(D d, const T* HWY_RESTRICT gout, int64_t gout_stride,
                                       const hwy::MakeSigned<S>* gout_index, S* HWY_RESTRICT acc,
                                       const T* HWY_RESTRICT in, const int64_t* acc_delta, const int64_t* in_delta,
                                       const BlockCells<S>& cells, int i, S* gix, S* giy, S* giz) {
     const hn::Half<D> dh;
-    const auto gh = LoadGradOutput<kGather>(dh, gout, 0, gout_stride, gout_index);
+    const auto gh = LoadGradOutput(dh, gout, 0, gout_stride, gout_index);
     const auto g = hn::Combine(d, gh, gh);
     const S wy[2] = {cells.wy[0][i], cells.wy[1][i]}, wz[2] = {cells.wz[0][i], cells.wz[1][i]};
     const auto wx = hn::Combine(d, hn::Set(dh, cells.wx[1][i]), hn::Set(dh, cells.wx[0][i]));
@@ -403,7 +405,7 @@ HWY_INLINE void ChannelsLastPairPoint(D d, const T* HWY_RESTRICT gout, int64_t g
 }
 #else
 // The scalar target (one lane, no Combine) has no pairs: RunPreparedBlock never asks for them.
-template <bool kGridGrad, bool kGather, class D, typename T, typename S>
+template <bool kGridGrad, class D, typename T, typename S>
 void ChannelsLastPairPoint(D d, const T* gout, int64_t gout_stride, const hwy::MakeSigned<S>* gout_index, S* acc,
                            const T* in, const int64_t* acc_delta, const int64_t* in_delta, const BlockCells<S>& cells,
                            int i, S* gix, S* giy, S* giz) = delete;
@@ -413,7 +415,7 @@ void ChannelsLastPairPoint(D d, const T* gout, int64_t gout_stride, const hwy::M
 // stride 1): per point, the channels in vectors of D (lanes <= C), the rest in narrower ones
 // and one by one (ChannelsLastPoint); kPairs (C is half of D's lanes and the x stride): the
 // points with every corner inside in pairs of corners (ChannelsLastPairPoint).
-template <class D, typename T, bool kGridGrad, bool kGather, bool kPairs = false, typename S = ComputeType<T>>
+template <class D, typename T, bool kGridGrad, bool kPairs = false, typename S = ComputeType<T>>
 HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, const PreparedBlock<S>& block) {
     const BackwardArgs& a = pb.args;
     const BlockCells<S>& cells = block.cells;
@@ -447,7 +449,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         if constexpr (kPairs) {
             if (block.whole && (cells.all_inside || cells.point_inside[i] != 0)) {
                 S gix, giy, giz;
-                ChannelsLastPairPoint<kGridGrad, kGather>(
+                ChannelsLastPairPoint<kGridGrad>(
                     d, pb.gout + block.grad_output[i], gout_stride, gout_index, acc_n + block.acc_base[i],
                     kGridGrad ? in_n + in_base[i] : nullptr, local_acc_delta, local_in_delta, cells, i, &gix, &giy, &giz);
                 if constexpr (kGridGrad) write_grid_grad(i, gix, giy, giz);
@@ -469,7 +471,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
                 p.acc[k] = acc_n + (static_cast<int64_t>(block.acc_base[i]) + local_acc_delta[k]);
                 p.in[k] = kGridGrad ? in_n + (static_cast<int64_t>(in_base[i]) + local_in_delta[k]) : nullptr;
             }
-            ChannelsLastPoint<true, kGridGrad, kGather>(d, channels, p, &gix, &giy, &giz);
+            ChannelsLastPoint<true, kGridGrad>(d, channels, p, &gix, &giy, &giz);
             if constexpr (kGridGrad) write_grid_grad(i, gix, giy, giz);
             continue;
         }
@@ -491,7 +493,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
         }
         const bool all_corners = all_inside && all_scatter;
         auto run = [&](auto all_tag, auto grid_grad_tag) HWY_ATTR {
-            ChannelsLastPoint<decltype(all_tag)::value, decltype(grid_grad_tag)::value, kGather>(d, channels, p, &gix,
+            ChannelsLastPoint<decltype(all_tag)::value, decltype(grid_grad_tag)::value>(d, channels, p, &gix,
                                                                                                   &giy, &giz);
         };
         if (all_corners && grid_grad)
@@ -509,8 +511,8 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
 }
 
 // A prepared block with channels last: the widest vector that the channel count fills, or
-// pairs of corners. kGather: gradOutput's channels apart (its channel stride not 1).
-template <typename T, bool kGridGrad, bool kGather, typename S = ComputeType<T>>
+// pairs of corners (gradOutput's channels loaded, or gathered where they are apart).
+template <typename T, bool kGridGrad, typename S = ComputeType<T>>
 HWY_INLINE void RunChannelsLastBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block) {
     const hn::ScalableTag<S> full;
     const hn::CappedTag<S, 8> eight;
@@ -522,16 +524,16 @@ HWY_INLINE void RunChannelsLastBlock(const Problem<T>& pb, int64_t n, PreparedBl
         const bool side_by_side =
             pb.acc_geometry.corner_delta[1] == c && (!kGridGrad || pb.in_geometry.corner_delta[1] == c);
         if (side_by_side && 2 * c == static_cast<int64_t>(hn::Lanes(full)))
-            return RunBlockChannelsLast<decltype(full), T, kGridGrad, kGather, true>(full, pb, n, block);
+            return RunBlockChannelsLast<decltype(full), T, kGridGrad, true>(full, pb, n, block);
         if (side_by_side && 2 * c == static_cast<int64_t>(hn::Lanes(eight)) && hn::Lanes(full) > 8)
-            return RunBlockChannelsLast<decltype(eight), T, kGridGrad, kGather, true>(eight, pb, n, block);
+            return RunBlockChannelsLast<decltype(eight), T, kGridGrad, true>(eight, pb, n, block);
     }
     if (pb.channels >= static_cast<int64_t>(hn::Lanes(full)))
-        RunBlockChannelsLast<decltype(full), T, kGridGrad, kGather>(full, pb, n, block);
+        RunBlockChannelsLast<decltype(full), T, kGridGrad>(full, pb, n, block);
     else if (pb.channels >= static_cast<int64_t>(hn::Lanes(eight)))
-        RunBlockChannelsLast<decltype(eight), T, kGridGrad, kGather>(eight, pb, n, block);
+        RunBlockChannelsLast<decltype(eight), T, kGridGrad>(eight, pb, n, block);
     else
-        RunBlockChannelsLast<decltype(four), T, kGridGrad, kGather>(four, pb, n, block);
+        RunBlockChannelsLast<decltype(four), T, kGridGrad>(four, pb, n, block);
 }
 
 // Runs a prepared block: channels in vectors (kUnitChannels: input and accumulator with
@@ -539,10 +541,7 @@ HWY_INLINE void RunChannelsLastBlock(const Problem<T>& pb, int64_t n, PreparedBl
 template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeType<T>>
 HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block) {
     if constexpr (kUnitChannels) {
-        if (pb.args.grad_output.stride[1] == 1 || pb.channels <= 1)
-            RunChannelsLastBlock<T, kGridGrad, false>(pb, n, block);
-        else
-            RunChannelsLastBlock<T, kGridGrad, true>(pb, n, block);
+        RunChannelsLastBlock<T, kGridGrad>(pb, n, block);
     } else {
         RunBlock<T, kGridGrad>(pb, n, block, 0, pb.channels);
     }
