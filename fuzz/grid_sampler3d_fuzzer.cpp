@@ -11,6 +11,8 @@
 // data, k / 128 for grids: exact in every dtype, index math exact), agree with the
 // independent double reference within the tests' tolerances. Storage is allocated at its
 // exact size, so AddressSanitizer sees any read or write outside it.
+//
+// To see what a crash input calls: GS3D_FUZZ_VERBOSE=1 grid_sampler3d_fuzzer crash-<hash>.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -248,6 +250,29 @@ bool DocumentedStatus(aclnnStatus s) {
     return s == ACLNN_ERR_PARAM_NULLPTR || s == ACLNN_ERR_PARAM_INVALID || s == ACLNN_ERR_INNER_CREATE_EXECUTOR;
 }
 
+// The call in words, for replaying a crash input: GS3D_FUZZ_VERBOSE=1 grid_sampler3d_fuzzer crash-...
+void Describe(bool backward, int64_t interpolation, int64_t padding, bool align, const FuzzTensor* t, int count,
+              const aclBoolArray* mask, const bool* mask_values, size_t mask_size) {
+    std::fprintf(stderr, "%s interpolation %lld padding %lld align %d", backward ? "backward" : "forward",
+                 static_cast<long long>(interpolation), static_cast<long long>(padding), align ? 1 : 0);
+    if (mask) {
+        std::fprintf(stderr, " mask {");
+        for (size_t i = 0; i < mask_size; ++i) std::fprintf(stderr, "%s%d", i ? " " : "", mask_values[i] ? 1 : 0);
+        std::fprintf(stderr, "}");
+    }
+    std::fprintf(stderr, "\n");
+    static const char* const kNames[5] = {"input", "grid", backward ? "gradOutput" : "out", "inputGrad", "gridGrad"};
+    for (int i = 0; i < count; ++i) {
+        std::fprintf(stderr, "  %-10s type %d format %d dims", kNames[i], t[i].type, t[i].format);
+        for (int64_t d : t[i].dims) std::fprintf(stderr, " %lld", static_cast<long long>(d));
+        std::fprintf(stderr, " strides");
+        for (int64_t s : t[i].strides) std::fprintf(stderr, " %lld", static_cast<long long>(s));
+        std::fprintf(stderr, " offset %lld storage %lld%s%s\n", static_cast<long long>(t[i].offset),
+                     static_cast<long long>(t[i].storage_count), t[i].regular ? "" : " irregular",
+                     t[i].null_data ? " null data" : "");
+    }
+}
+
 aclrtStream stream = nullptr;
 
 }  // namespace
@@ -299,6 +324,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (size_t i = 0; i < mask_size; ++i) mask_values[i] = in.Pick(4) != 0;
         mask = aclCreateBoolArray(mask_values, mask_size);
     }
+    if (std::getenv("GS3D_FUZZ_VERBOSE")) Describe(backward, interpolation, padding, align, t, count, mask, mask_values, mask_size);
     const bool want_input_grad = !mask || mask_values[0];
     const bool want_grid_grad = !mask || mask_values[1];
 

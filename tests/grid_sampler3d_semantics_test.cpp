@@ -294,6 +294,48 @@ TEST(LargerProblems, ChannelsLastBackwardOfOtherLayoutsMatchesReference) {
                 }
 }
 
+// Input and inputGrad channels last, gradOutput's channels apart (a reversed NDHWC view:
+// channel stride N * oD * oH * oW): the channel-stride-1 kernels gather gradOutput, and so
+// must their point by point paths (gridGrad alone runs only those; the fuzzer found them
+// reading gradOutput as if its channels were next to each other). Bilinear and nearest,
+// with and without inputGrad, channel counts below, at and above a vector's lanes.
+TEST(Layouts, ChannelsLastInputWithGradOutputChannelsApart) {
+    std::mt19937 rng(67);
+    for (aclDataType type : {ACL_FLOAT, ACL_DOUBLE, ACL_FLOAT16, ACL_BF16})
+        for (int interpolation : {0, 1})
+            for (int64_t c : {1, 3, 8, 19})
+                for (bool input_grad_wanted : {false, true}) {
+                    const RefOptions options{interpolation, 0, false};
+                    const int64_t n = 2, d = 5, h = 6, w = 7, od = 4, oh = 3, ow = 9;
+                    TestTensor grad(VolumeDims(n, c, od, oh, ow, true), type, ACL_FORMAT_NDHWC, Layout::kReversed),
+                        input(VolumeDims(n, c, d, h, w, true), type, ACL_FORMAT_NDHWC),
+                        grid({n, od, oh, ow, 3}, type),
+                        input_grad(VolumeDims(n, c, d, h, w, true), type, ACL_FORMAT_NDHWC),
+                        grid_grad({n, od, oh, ow, 3}, type);
+                    const Array5 grad_values = RandomArray(rng, n, c, od, oh, ow),
+                                 input_values = RandomArray(rng, n, c, d, h, w),
+                                 grid_values = NearIdentityGrid(rng, n, od, oh, ow, 0.1);
+                    StoreVolume(grad_values, true, &grad);
+                    StoreVolume(input_values, true, &input);
+                    StoreGrid(grid_values, &grid);
+                    input_grad.Fill(7);
+                    ASSERT_EQ(RunBackward(grad.get(), input.get(), grid.get(), options,
+                                          std::vector<bool>{input_grad_wanted, true}, input_grad.get(),
+                                          grid_grad.get()),
+                              ACLNN_SUCCESS);
+                    Array5 expected_input_grad, expected_grid_grad;
+                    ReferenceBackward(grad_values, input_values, grid_values, options, &expected_input_grad,
+                                      &expected_grid_grad);
+                    const std::string where = std::string(DtypeName(type)) + (interpolation ? " nearest" : " bilinear") +
+                                              " C " + std::to_string(c) + (input_grad_wanted ? " with inputGrad" : "");
+                    EXPECT_EQ(CompareArrays(LoadGrid(grid_grad), expected_grid_grad, type), "") << where;
+                    if (input_grad_wanted)
+                        EXPECT_EQ(CompareArrays(LoadVolume(input_grad, true), expected_input_grad, type), "") << where;
+                    else
+                        EXPECT_TRUE(AllEqual(input_grad, 7)) << where;
+                }
+}
+
 TEST(Streams, WorkRunsInOrder) {
     // A chain of forwards, each reading the previous one's output, launched without waiting:
     // only in-order execution gives the composed result.
