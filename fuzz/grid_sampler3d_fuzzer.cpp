@@ -1,5 +1,6 @@
 // libFuzzer target: arbitrary calls of aclnnGridSampler3D and aclnnGridSampler3DBackward built
-// from the fuzz bytes. Shapes of 0 to 3 per dim (ranks 4 to 6 now and then), every dtype code
+// from the fuzz bytes. Shapes of 0 to 3 per dim (channels now and then up to 11; ranks 4 to 6
+// now and then), every dtype code
 // (supported, unsupported, unknown), formats, strides (contiguous, gapped, 0, overlapping,
 // reaching outside the storage), offsets, modes and paddings out of range, null tensors and
 // data, masks of 0 to 3 values, workspaces too small, grids with NaN, +-inf, 1e30 and
@@ -121,6 +122,15 @@ void MakeGeometry(Bytes& in, FuzzTensor* t) {
     }
     t->storage_count = empty ? in.Pick(3) : t->offset + extent + 1 + in.Pick(3);
     if (in.Rarely()) t->storage_count = std::max<int64_t>(0, t->storage_count - 1 - in.Pick(3));  // too small
+}
+
+// 0 to 3 channels from the byte's low bits (as Pick(4) reads them, so that older corpus
+// inputs keep their calls), and 1 time in 8 another 4 or 8 (up to 11): the paths that start
+// at 4 channels (channels-last copies, vectors of channels) get inputs too.
+int64_t Channels(uint8_t byte) {
+    int64_t c = byte % 4;
+    if ((byte >> 2) % 8 == 7) c += 4 << (byte >> 5) % 2;
+    return c;
 }
 
 double RegularValue(Bytes& in, bool grid) {
@@ -292,7 +302,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int64_t interpolation = in.Rarely() ? static_cast<int64_t>(in.Pick(5)) - 1 : in.Pick(2);
     const int64_t padding = in.Rarely() ? static_cast<int64_t>(in.Pick(6)) - 1 : in.Pick(3);
     const bool align = in.Pick(2);
-    const int64_t n = in.Pick(3), c = in.Pick(4), d = in.Pick(4), h = in.Pick(4), w = in.Pick(4);
+    const int64_t n = in.Pick(3), c = Channels(in.Byte()), d = in.Pick(4), h = in.Pick(4), w = in.Pick(4);
     const int64_t od = in.Pick(4), oh = in.Pick(4), ow = in.Pick(4);
     auto volume_dims = [&](int64_t dd, int64_t hh, int64_t ww) {
         return channel_last ? std::vector<int64_t>{n, dd, hh, ww, c} : std::vector<int64_t>{n, c, dd, hh, ww};
