@@ -2,11 +2,14 @@
 // hostile grid values, in-order asynchronous streams and run-to-run determinism.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "support/op_runner.h"
@@ -334,6 +337,60 @@ TEST(Layouts, ChannelsLastInputWithGradOutputChannelsApart) {
                     else
                         EXPECT_TRUE(AllEqual(input_grad, 7)) << where;
                 }
+}
+
+// The value of `type` (fp16 or bf16) nearest to x, ties to the even bit pattern, found among
+// all of the type's finite values as the tests decode them: independent of the library's
+// conversions. x lies well inside the type's range here.
+double NearestOfType(double x, aclDataType type) {
+    static std::vector<std::pair<double, uint16_t>> table[2];
+    auto& values = table[type == ACL_BF16];
+    if (values.empty()) {
+        for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+            const uint16_t b = static_cast<uint16_t>(bits);
+            const double v = DecodeElement(&b, type);
+            if (std::isfinite(v) && !(v == 0 && std::signbit(v))) values.emplace_back(v, b);
+        }
+        std::sort(values.begin(), values.end());
+    }
+    auto above = std::lower_bound(values.begin(), values.end(), std::make_pair(x, uint16_t{0}));
+    if (above == values.begin()) return above->first;
+    auto below = above - 1;
+    if (above == values.end()) return below->first;
+    const double up = above->first - x, down = x - below->first;
+    if (up != down) return up < down ? above->first : below->first;
+    return (above->second & 1) == 0 ? above->first : below->first;
+}
+
+// fp16 and bf16 compute in fp32 and round once as they store: the forward's output is the fp32
+// forward's on the same values, rounded to nearest even, bit for bit. Rows wide enough for
+// whole vectors and a rest; C below 4 (the NCDHW blocks, whose rows store in vectors) and
+// from 4 (the channels-last copy).
+TEST(Rounding, HalfAndBFloat16ForwardIsFp32ForwardRoundedOnce) {
+    std::mt19937 rng(71);
+    for (aclDataType type : {ACL_FLOAT16, ACL_BF16})
+        for (int64_t c : {1, 3, 6})
+            for (int padding : {0, 1}) {
+                const RefOptions options{0, padding, false};
+                const int64_t n = 1, d = 5, h = 6, w = 40, od = 3, oh = 4, ow = 37;
+                const Array5 input_values = RandomArray(rng, n, c, d, h, w),
+                             grid_values = NearIdentityGrid(rng, n, od, oh, ow, 0.1);
+                TestTensor input32({n, c, d, h, w}, ACL_FLOAT), grid32({n, od, oh, ow, 3}, ACL_FLOAT),
+                    out32({n, c, od, oh, ow}, ACL_FLOAT), input16({n, c, d, h, w}, type),
+                    grid16({n, od, oh, ow, 3}, type), out16({n, c, od, oh, ow}, type);
+                StoreVolume(input_values, false, &input32);
+                StoreVolume(input_values, false, &input16);
+                StoreGrid(grid_values, &grid32);
+                StoreGrid(grid_values, &grid16);
+                ASSERT_EQ(RunForward(input32.get(), grid32.get(), options, out32.get()), ACLNN_SUCCESS);
+                ASSERT_EQ(RunForward(input16.get(), grid16.get(), options, out16.get()), ACLNN_SUCCESS);
+                int64_t differ = 0, first = -1;
+                for (int64_t i = 0; i < out16.count(); ++i)
+                    if (!BitwiseEqual(out16.Get(i), NearestOfType(out32.Get(i), type)) && differ++ == 0) first = i;
+                EXPECT_EQ(differ, 0) << DtypeName(type) << " C " << c << " padding " << padding << ": element "
+                                     << first << " is " << (first >= 0 ? out16.Get(first) : 0.0) << ", fp32 gives "
+                                     << (first >= 0 ? out32.Get(first) : 0.0);
+            }
 }
 
 TEST(Streams, WorkRunsInOrder) {

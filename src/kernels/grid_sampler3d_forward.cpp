@@ -26,16 +26,16 @@ namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
 namespace {
 
-// Lanes i .. min(i + lanes, count) - 1 of v into out_c[j * out_ws], rounded to T: one
-// unaligned store for a full vector into a packed row of the compute type, else lane by lane.
+// Lanes i .. min(i + lanes, count) - 1 of v into out_c[j * out_ws], rounded to T: a full
+// vector into a packed row converted and stored in vectors (StoreLanes), else lane by lane.
 // (A row's points at stride out_ws, or one point's channels at the channel stride.)
 template <typename T, class D>
 HWY_INLINE void StoreRowLanes(D d, hn::Vec<D> v, T* HWY_RESTRICT out_c, int i, int count, int64_t out_ws) {
     using S = hn::TFromD<D>;
     const int lanes = static_cast<int>(hn::Lanes(d));
-    if constexpr (std::is_same_v<T, S>) {
+    if constexpr (kStoresLanes<T, S>) {
         if (out_ws == 1 && i + lanes <= count) {
-            hn::StoreU(v, d, out_c + i);
+            StoreLanes(d, v, out_c + i);
             return;
         }
     }

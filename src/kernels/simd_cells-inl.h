@@ -82,6 +82,39 @@ HWY_INLINE hn::Vec<DV> LoadLanes(DV dv, const T* p) {
         return hn::PromoteTo(dv, hn::LoadU(hn::Rebind<hwy::bfloat16_t, DV>(), reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
+// Whether StoreLanes converts in vectors what StoreElement converts element by element (with
+// the same rounding): the compute type itself, bf16 (integer rounding), and fp16 where F16C
+// converts it.
+template <typename T, typename S>
+constexpr bool kStoresLanes = std::is_same_v<T, S> || std::is_same_v<T, BFloat16> ||
+                              (GS3D_HARDWARE_F16 && std::is_same_v<T, Half>);
+
+// DV's lanes of v into consecutive elements from p, rounded to T as StoreElement rounds each:
+// to nearest even, NaN kept quiet (FloatToBFloat16's steps, lane by lane). Only where
+// kStoresLanes<T, S>.
+template <class DV, typename T>
+HWY_INLINE void StoreLanes(DV dv, hn::Vec<DV> v, T* p) {
+    using S = hn::TFromD<DV>;
+    static_assert(kStoresLanes<T, S>, "StoreLanes: no vector conversion to this type");
+    if constexpr (std::is_same_v<T, S>) {
+        hn::StoreU(v, dv, p);
+    } else if constexpr (std::is_same_v<T, Half>) {
+        const hn::Rebind<hwy::float16_t, DV> dh;
+        hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(p));
+    } else {
+        const hn::RebindToSigned<DV> di;
+        const auto x = hn::BitCast(di, v);
+        const auto rounded =
+            hn::ShiftRight<16>(hn::Add(x, hn::Add(hn::Set(di, 0x7fff), hn::And(hn::ShiftRight<16>(x), hn::Set(di, 1)))));
+        const auto nan = hn::Gt(hn::And(x, hn::Set(di, 0x7fffffff)), hn::Set(di, 0x7f800000));
+        const auto quiet = hn::Or(hn::ShiftRight<16>(x), hn::Set(di, 0x40));
+        // Both within 16 bits (the arithmetic shift's sign bits masked off below).
+        const auto bits = hn::And(hn::IfThenElse(nan, quiet, rounded), hn::Set(di, 0xffff));
+        const hn::Rebind<uint16_t, DV> du16;
+        hn::StoreU(hn::DemoteTo(du16, bits), du16, reinterpret_cast<uint16_t*>(p));
+    }
+}
+
 // The grid values (x, y, z) of a block's `count` points into coord[axis][i], in the compute
 // type; lanes up to `padded` get 0. point(i): point i's first value; cs: the values' stride.
 template <typename S, typename PointAt>
