@@ -393,6 +393,45 @@ TEST(Rounding, HalfAndBFloat16ForwardIsFp32ForwardRoundedOnce) {
             }
 }
 
+// Infinite and NaN fp16/bf16 input values are read as such on every path, the channels-last
+// copies' vector loads included (C >= 4): the forward's output is the fp32 forward's on the
+// same values, rounded, with NaN where it has NaN. (Highway's portable fp16 promotion, below
+// AVX2, turns inf and NaN into finite values.)
+TEST(Rounding, NonFiniteHalfAndBFloat16InputsStayNonFinite) {
+    std::mt19937 rng(73);
+    for (aclDataType type : {ACL_FLOAT16, ACL_BF16})
+        for (int64_t c : {1, 6}) {
+            const RefOptions options{0, 0, false};
+            const int64_t n = 1, d = 4, h = 5, w = 18, od = 3, oh = 4, ow = 17;
+            Array5 input_values = RandomArray(rng, n, c, d, h, w);
+            const double kSpecial[3] = {INFINITY, -INFINITY, NAN};
+            for (size_t i = 0; i < input_values.values.size(); i += 7) input_values.values[i] = kSpecial[i % 3];
+            const Array5 grid_values = NearIdentityGrid(rng, n, od, oh, ow, 0.1);
+            TestTensor input32({n, c, d, h, w}, ACL_FLOAT), grid32({n, od, oh, ow, 3}, ACL_FLOAT),
+                out32({n, c, od, oh, ow}, ACL_FLOAT), input16({n, c, d, h, w}, type), grid16({n, od, oh, ow, 3}, type),
+                out16({n, c, od, oh, ow}, type);
+            StoreVolume(input_values, false, &input32);
+            StoreVolume(input_values, false, &input16);
+            StoreGrid(grid_values, &grid32);
+            StoreGrid(grid_values, &grid16);
+            ASSERT_EQ(RunForward(input32.get(), grid32.get(), options, out32.get()), ACLNN_SUCCESS);
+            ASSERT_EQ(RunForward(input16.get(), grid16.get(), options, out16.get()), ACLNN_SUCCESS);
+            int64_t differ = 0, non_finite = 0, first = -1;
+            for (int64_t i = 0; i < out16.count(); ++i) {
+                const double expected = out32.Get(i), got = out16.Get(i);
+                non_finite += !std::isfinite(expected);
+                const bool same = std::isnan(expected) ? std::isnan(got)
+                                  : std::isinf(expected) ? got == expected
+                                                          : BitwiseEqual(got, NearestOfType(expected, type));
+                if (!same && differ++ == 0) first = i;
+            }
+            EXPECT_GT(non_finite, 0) << "the case must sample the specials";
+            EXPECT_EQ(differ, 0) << DtypeName(type) << " C " << c << ": element " << first << " is "
+                                 << (first >= 0 ? out16.Get(first) : 0.0) << ", fp32 gives "
+                                 << (first >= 0 ? out32.Get(first) : 0.0);
+        }
+}
+
 TEST(Streams, WorkRunsInOrder) {
     // A chain of forwards, each reading the previous one's output, launched without waiting:
     // only in-order execution gives the composed result.

@@ -45,40 +45,20 @@ constexpr int kBlock = 64;
 #define GS3D_HARDWARE_F16 0
 #endif
 
-template <typename T>
-HWY_INLINE ComputeType<T> LoadElement(const T* p) {
-#if GS3D_HARDWARE_F16
-    if constexpr (std::is_same_v<T, Half>) {
-        const hn::CappedTag<float, 1> d;
-        const hn::Rebind<hwy::float16_t, decltype(d)> dh;
-        return hn::GetLane(hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p))));
-    }
-#endif
-    return ToCompute(*p);
-}
-
-template <typename T>
-HWY_INLINE void StoreElement(ComputeType<T> v, T* p) {
-#if GS3D_HARDWARE_F16
-    if constexpr (std::is_same_v<T, Half>) {
-        const hn::CappedTag<float, 1> d;
-        const hn::Rebind<hwy::float16_t, decltype(d)> dh;
-        hn::StoreU(hn::DemoteTo(dh, hn::Set(d, v)), dh, reinterpret_cast<hwy::float16_t*>(p));
-        return;
-    }
-#endif
-    *p = FromCompute<T>(v);
-}
-
 // DV's lanes of consecutive elements from p, in the compute type (fp16 and bf16 promoted,
 // exactly).
 template <class DV, typename T>
 HWY_INLINE hn::Vec<DV> LoadLanes(DV dv, const T* p) {
     if constexpr (std::is_same_v<T, hn::TFromD<DV>>)
         return hn::LoadU(dv, p);
-    else if constexpr (std::is_same_v<T, Half>)
+    else if constexpr (std::is_same_v<T, Half> && GS3D_HARDWARE_F16)
         return hn::PromoteTo(dv, hn::LoadU(hn::Rebind<hwy::float16_t, DV>(), reinterpret_cast<const hwy::float16_t*>(p)));
-    else
+    else if constexpr (std::is_same_v<T, Half>) {
+        // Without F16C, Highway's promotion makes inf and NaN finite: element by element.
+        HWY_ALIGN hn::TFromD<DV> lanes[hn::MaxLanes(DV())];
+        for (size_t l = 0; l < hn::Lanes(dv); ++l) lanes[l] = ToCompute(p[l]);
+        return hn::Load(dv, lanes);
+    } else
         return hn::PromoteTo(dv, hn::LoadU(hn::Rebind<hwy::bfloat16_t, DV>(), reinterpret_cast<const hwy::bfloat16_t*>(p)));
 }
 
@@ -113,6 +93,24 @@ HWY_INLINE void StoreLanes(DV dv, hn::Vec<DV> v, T* p) {
         const hn::Rebind<uint16_t, DV> du16;
         hn::StoreU(hn::DemoteTo(du16, bits), du16, reinterpret_cast<uint16_t*>(p));
     }
+}
+
+// LoadElement and StoreElement (described above): on the F16C targets, fp16 through a
+// vector of one lane.
+template <typename T>
+HWY_INLINE ComputeType<T> LoadElement(const T* p) {
+    if constexpr (GS3D_HARDWARE_F16 && std::is_same_v<T, Half>) return hn::GetLane(LoadLanes(hn::CappedTag<float, 1>(), p));
+    return ToCompute(*p);
+}
+
+template <typename T>
+HWY_INLINE void StoreElement(ComputeType<T> v, T* p) {
+    if constexpr (GS3D_HARDWARE_F16 && std::is_same_v<T, Half>) {
+        const hn::CappedTag<float, 1> d;
+        StoreLanes(d, hn::Set(d, v), p);
+        return;
+    }
+    *p = FromCompute<T>(v);
 }
 
 // The grid values (x, y, z) of a block's `count` points into coord[axis][i], in the compute
