@@ -1,7 +1,7 @@
 // Prints a hash of the outputs of a fixed forward and backward workload (fp32 and fp16, 11
 // channels, 1 and 33, and channels last (NDHWC) with 8 and 33, both modes, random and
-// near-identity grids, every padding), so that runs under different OMP_NUM_THREADS can be
-// compared bit for bit.
+// near-identity grids, every padding; and rows wide enough for several bands), so that runs
+// under different OMP_NUM_THREADS can be compared bit for bit.
 // Usage: determinism_probe [deterministic 0|1]
 #include <cmath>
 #include <cstdio>
@@ -36,19 +36,32 @@ int main(int argc, char** argv) {
     aclrtCreateStream(&stream);
     uint64_t hash = 1469598103934665603ull;
     std::mt19937 rng(2024);
-    const int64_t n = 2, d = 13, h = 12, w = 11, od = 10, oh = 9, ow = 12;
-    // A grid close to the identity: the backward's scan (one slab per thread) applies; random
-    // grids: its sorted slabs. One channel and several: bilinear scans with one only.
-    const Array5 near_identity = NearIdentityGrid(rng, n, od, oh, ow, 0.03);
+    const int64_t n = 2;
     struct Channels {
         int64_t count;
         bool last;
     };
+    // Narrow rows, every channel case; and rows of 150 elements, which the backward visits
+    // in several bands along H (row_order.h), with one channel (the scan) and 5 (the sorted
+    // slabs, channels last), near the identity only.
+    struct Shape {
+        int64_t d, h, w, od, oh, ow;
+        std::vector<Channels> channels;
+        std::vector<bool> smooth;
+    };
+    const Shape shapes[] = {
+        {13, 12, 11, 10, 9, 12, {{11, false}, {1, false}, {33, false}, {8, true}, {33, true}}, {false, true}},
+        {16, 14, 150, 14, 13, 150, {{1, false}, {5, false}}, {true}},
+    };
+    for (const Shape& shape : shapes) {
+    const int64_t d = shape.d, h = shape.h, w = shape.w, od = shape.od, oh = shape.oh, ow = shape.ow;
+    // A grid close to the identity: the backward's scan (one slab per thread) applies; random
+    // grids: its sorted slabs. One channel and several: bilinear scans with one only.
+    const Array5 near_identity = NearIdentityGrid(rng, n, od, oh, ow, 0.03);
     for (aclDataType type : {ACL_FLOAT, ACL_FLOAT16})
-    for (Channels channels : {Channels{11, false}, Channels{1, false}, Channels{33, false}, Channels{8, true},
-                              Channels{33, true}})
+    for (Channels channels : shape.channels)
     for (int64_t mode : {0, 1})  // bilinear, nearest
-    for (bool smooth : {false, true})
+    for (bool smooth : shape.smooth)
         for (int padding = 0; padding < 3; ++padding) {
             const int64_t c = channels.count;
             const bool last = channels.last;
@@ -76,6 +89,7 @@ int main(int argc, char** argv) {
             if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) return 5;
             for (const TestTensor* t : {&out, &input_grad, &grid_grad}) hash = Fnv1a(hash, *t);
         }
+    }
     std::printf("%016llx\n", static_cast<unsigned long long>(hash));
     aclrtDestroyStream(stream);
     aclFinalize();

@@ -31,6 +31,7 @@ struct SizeRanges {
     int64_t in_min, in_max, out_min, out_max;
     std::vector<int64_t> channel_counts;
     double near_identity_sigma = 0;  // > 0: NearIdentityGrid with this noise instead of random grids
+    int64_t width = 0;               // > 0: the input's and the output's W, instead of a size from the ranges
 };
 
 void CheckRandomCases(const MatrixParam& param, const SizeRanges& ranges, int repeats, unsigned seed) {
@@ -43,8 +44,8 @@ void CheckRandomCases(const MatrixParam& param, const SizeRanges& ranges, int re
     std::uniform_int_distribution<size_t> channel_pick(0, ranges.channel_counts.size() - 1);
     for (int repeat = 0; repeat < repeats; ++repeat) {
         const int64_t n = batch(rng), c = ranges.channel_counts[channel_pick(rng)], d = in_size(rng),
-                      h = in_size(rng), w = in_size(rng);
-        const int64_t od = out_size(rng), oh = out_size(rng), ow = out_size(rng);
+                      h = in_size(rng), w = ranges.width > 0 ? ranges.width : in_size(rng);
+        const int64_t od = out_size(rng), oh = out_size(rng), ow = ranges.width > 0 ? ranges.width : out_size(rng);
         std::ostringstream label;
         label << "N" << n << " C" << c << " in " << d << "x" << h << "x" << w << " out " << od << "x" << oh << "x"
               << ow << " " << DtypeName(type) << " " << LayoutName(layout.layout)
@@ -128,6 +129,21 @@ TEST_P(GridSamplerNearIdentity, ForwardAndBackwardMatchReference) {
     ASSERT_EQ(gs3dSetNumThreads(0), ACL_SUCCESS);  // back to the default
 }
 
+// Rows wide enough (160 elements) that the backward visits them in several bands along H
+// (row_order.h: the scan's bands are 4 rows here, the sorted slabs' 5 or 8): near the
+// identity, one channel and 3 scan (bilinear in bands, nearest in grid order) or take the
+// sorted slabs, 5 the channels-last copy.
+class GridSamplerBands : public ::testing::TestWithParam<MatrixParam> {};
+
+TEST_P(GridSamplerBands, ForwardAndBackwardMatchReference) {
+    for (int32_t threads : {1, 2}) {
+        SCOPED_TRACE("threads " + std::to_string(threads));
+        ASSERT_EQ(gs3dSetNumThreads(threads), ACL_SUCCESS);
+        CheckRandomCases(GetParam(), SizeRanges{12, 16, 9, 14, {1, 3, 5}, 0.05, 160}, 1, 2026u + threads);
+    }
+    ASSERT_EQ(gs3dSetNumThreads(0), ACL_SUCCESS);  // back to the default
+}
+
 std::string ParamName(const ::testing::TestParamInfo<MatrixParam>& info) {
     const auto [interpolation, padding, align, type, layout] = info.param;
     static const char* kPadding[] = {"zeros", "border", "reflection"};
@@ -171,6 +187,14 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
                                          LayoutCase{true, Layout::kContiguous, 0},
                                          LayoutCase{false, Layout::kPadded, 5})),
+    ParamName);
+
+INSTANTIATE_TEST_SUITE_P(
+    AllModes, GridSamplerBands,
+    ::testing::Combine(::testing::Values(0, 1), ::testing::Values(0, 1, 2), ::testing::Bool(),
+                       ::testing::Values(ACL_FLOAT, ACL_DOUBLE),
+                       ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
+                                         LayoutCase{true, Layout::kContiguous, 0})),
     ParamName);
 
 }  // namespace

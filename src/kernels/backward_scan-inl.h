@@ -19,6 +19,7 @@
 
 #include "kernels/backward_blocks-inl.h"
 #include "kernels/backward_plan.h"
+#include "kernels/row_order.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -26,9 +27,10 @@ namespace HWY_NAMESPACE {
 namespace {  // one translation unit: grid_sampler3d_backward.cpp
 
 // inputGrad by scanning, when the grid is close to the identity. A task that owns a slab of
-// the volume (planes [z_begin, z_end)) visits the grid in order and scatters only the corners
-// (nearest: voxels) that lie in its slab: each element then sums its contributions in grid
-// order, as one thread would, bitwise, however the volume is cut. The cut thus follows the
+// the volume (planes [z_begin, z_end)) visits the grid's rows in one fixed order (bilinear: in
+// bands, row_order.h; nearest: grid order) and scatters only the corners (nearest: voxels)
+// that lie in its slab: each element then sums its contributions in that order, as one
+// thread would, bitwise, however the volume is cut. The cut thus follows the
 // thread count, and needs no keys and no sort:
 // - pass 1, threads split the grid rows: each row's range of planes (RowPlanes), and for
 //   nearest gridGrad (0) in grid order;
@@ -167,7 +169,13 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         BlockVoxels<S> voxels;
         PointBlock points;
         BlockChunk<T, kGridGrad, /*kUnitChannels=*/false> chunked(pb, n);
-        for (int64_t row = 0; row < rows; ++row) {
+        // Bilinear: in bands (row_order.h), thin ones, as the task's slab is thick (measured,
+        // (1, 1, 128) one thread: 4 rows 58-62 ms, 16 rows 61-65, plane after plane 70-79).
+        // Nearest, one voxel per point, gained nothing measurable: plane after plane.
+        const int64_t band =
+            I == Interpolation::kBilinear ? BandRows(a.input.size[4] * static_cast<int64_t>(sizeof(S)), 2 << 10) : pb.out_h;
+        for (int64_t index = 0; index < rows; ++index) {
+            const int64_t row = BandedRow(index, pb.out_d, pb.out_h, band);
             const int64_t r = n * rows + row;
             if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)
                 continue;
