@@ -5,7 +5,8 @@ The workload is registration-like: input (N, C, S, S, S) uniform in [-1, 1), gri
 affine_grid plus Gaussian noise of 0.05, output the size of the input. Every case times the
 full aclnn call (tensors, GetWorkspaceSize, launch, synchronize) for ours and the aten op for
 PyTorch, on the same data, with the same thread count (OMP_NUM_THREADS and
-torch.set_num_threads), and reports medians and ratios.
+torch.set_num_threads), calling the two in turn within every repeat, and reports medians
+and ratios.
 
 Usage: bench.py [--quick] [--out DIR]   (needs GRIDSAMPLER3D_LIBRARY, or build/ next to here)
 Writes DIR/results.csv, DIR/speedup.png, DIR/scaling.png and prints the tables.
@@ -24,6 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SHAPES = [(1, 1, 128), (1, 4, 96), (2, 8, 64), (1, 32, 48)]
 SCALING_SIZES = [32, 64, 96, 128, 160]
+SCALING_SHAPES = [(1, 1, 128), (2, 8, 64)]  # the issue's shapes for 2 threads against 1
 
 
 def cases(quick):
@@ -61,7 +63,7 @@ def run_child(threads, quick, selection):
     torch.set_num_threads(threads)
     view = lambda t: _torch._view(t, "tensor")
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-    repeats = 3 if quick else 5
+    repeats = 3 if quick else 7
     data_cache = {}
     results = []
 
@@ -78,14 +80,20 @@ def run_child(threads, quick, selection):
             data_cache[shape] = (inp, grid.contiguous(), grad)
         return data_cache[shape]
 
-    def median_time(fn):
-        fn()  # warm-up
-        times = []
+    def median_times(*fns):
+        """Medians of each function's times, the functions called in turn within every repeat:
+        this host's speed drifts by up to 2x within minutes, and alternating calls let ours and
+        PyTorch's see the same phases, so that their ratio drifts less than either time."""
+        for fn in fns:
+            fn()  # warm-up
+        times = [[] for _ in fns]
         for _ in range(repeats):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return statistics.median(times)
+            for fn, fn_times in zip(fns, times):
+                start = time.perf_counter()
+                result = fn()
+                elapsed = time.perf_counter() - start
+                fn_times.append(result if isinstance(result, float) else elapsed)  # a float: its own timing
+        return [statistics.median(t) for t in times]
 
     for case in selection:
         op, shape, dtype_name, mode_name, padding_name, layout, deterministic = case
@@ -105,27 +113,58 @@ def run_child(threads, quick, selection):
                  (("i", i), ("g", g), ("go", go), ("out", out), ("ig", input_grad), ("gg", grid_grad))}
         workspace = []
         if op == "forward":
-            ours = median_time(lambda: workspace.append(
-                _runtime.forward(views["i"], views["g"], views["out"], mode, padding, False)))
+            run_ours = lambda: workspace.append(_runtime.forward(views["i"], views["g"], views["out"], mode, padding, False))
         else:
-            ours = median_time(lambda: workspace.append(_runtime.backward(
-                views["go"], views["i"], views["g"], views["ig"], views["gg"], mode, padding, False,
-                (True, True))))
+            run_ours = lambda: workspace.append(_runtime.backward(
+                views["go"], views["i"], views["g"], views["ig"], views["gg"], mode, padding, False, (True, True)))
         # PyTorch: fp32 only (no fp16/bf16 CPU kernel in 1.13); channels-last tensors given
         # to it as channels-last strided NCDHW views, the same data.
-        theirs = None
+        run_theirs = None
         if dtype == torch.float32 and not deterministic:
             ti, tgo = inp, grad
             if channel_last:
                 ti = inp.contiguous(memory_format=torch.channels_last_3d)
                 tgo = grad.contiguous(memory_format=torch.channels_last_3d)
             if op == "forward":
-                theirs = median_time(lambda: torch.ops.aten.grid_sampler_3d(ti, grid, mode, padding, False))
+                run_theirs = lambda: torch.ops.aten.grid_sampler_3d(ti, grid, mode, padding, False)
             else:
-                theirs = median_time(lambda: torch.ops.aten.grid_sampler_3d_backward(
-                    tgo, ti, grid, mode, padding, False, [True, True]))
+                run_theirs = lambda: torch.ops.aten.grid_sampler_3d_backward(
+                    tgo, ti, grid, mode, padding, False, [True, True])
+        extras = {}
+        if run_theirs and op == "backward" and (mode_name, padding_name, layout) == ("bilinear", "zeros", "ncdhw"):
+            # The summary's ratios of ours to ours, from calls in turn with the default ones
+            # (the separate rows come from other minutes, and this host drifts): deterministic
+            # mode, and one thread where the issue asks for the scaling.
+            def deterministic_call():
+                _runtime.set_deterministic(1)
+                run_ours()
+                _runtime.set_deterministic(0)
+
+            def one_thread_call():
+                _runtime.set_num_threads(1)
+                start = time.perf_counter()
+                run_ours()
+                elapsed = time.perf_counter() - start
+                _runtime.set_num_threads(0)  # back to the default, OMP_NUM_THREADS
+                # Untimed: the second vCPU, idle for a call, comes back slowly on this host (the
+                # next 2-thread call ran 44-50 ms against 33-39 in a row at (1, 1, 128)).
+                run_ours()
+                return elapsed
+
+            calls = [run_ours, run_theirs, deterministic_call]
+            if threads > 1 and tuple(shape) in SCALING_SHAPES:
+                calls.append(one_thread_call)
+            medians = median_times(*calls)
+            ours, theirs = medians[0], medians[1]
+            extras["ours_deterministic_s"] = medians[2]
+            if len(medians) > 3:
+                extras["ours_one_thread_s"] = medians[3]
+        elif run_theirs:
+            ours, theirs = median_times(run_ours, run_theirs)
+        else:
+            (ours,), theirs = median_times(run_ours), None
         results.append({"case": case, "threads": threads, "ours_s": ours, "torch_s": theirs,
-                        "workspace_bytes": workspace[-1] if workspace else 0})
+                        "workspace_bytes": workspace[-1] if workspace else 0, **extras})
         print(f"  done {op} {shape} {dtype_name} {mode_name}/{padding_name} {layout} det={deterministic} "
               f"threads={threads}: ours {ours * 1e3:.2f} ms" +
               (f", torch {theirs * 1e3:.1f} ms" if theirs else ""), file=sys.stderr, flush=True)
@@ -170,7 +209,7 @@ def main():
     all_cases = cases(args.quick)
     plan = [(2, all_cases),
             (1, [c for c in all_cases if c[0] == "backward" and c[2] == "fp32" and c[3] == "bilinear"
-                 and c[4] == "zeros" and c[5] == "ncdhw" and c[6] == 0 and tuple(c[1]) in ((1, 1, 128), (2, 8, 64))])]
+                 and c[4] == "zeros" and c[5] == "ncdhw" and c[6] == 0 and tuple(c[1]) in SCALING_SHAPES])]
     results, rss = [], 0
     for threads, selection in plan:
         print(f"running {len(selection)} cases with {threads} thread(s)...", file=sys.stderr, flush=True)
@@ -206,6 +245,8 @@ def report(results, rss, bandwidth, out_dir, quick):
             "gpoints_x_channels_per_s": n * s ** 3 * c / r["ours_s"] / 1e9,
             "bound_ms": moved / bandwidth * 1e3, "of_bound": moved / bandwidth / r["ours_s"],
             "workspace_bytes": r["workspace_bytes"], "inputgrad_x4_bytes": n * c * s ** 3 * 4,
+            "deterministic_over_default": r["ours_deterministic_s"] / r["ours_s"] if "ours_deterministic_s" in r else "",
+            "two_threads_over_one": r["ours_one_thread_s"] / r["ours_s"] if "ours_one_thread_s" in r else "",
         })
     with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -228,7 +269,8 @@ def report(results, rss, bandwidth, out_dir, quick):
     def geomean(values):
         return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
-    print("\nsummary (2 threads, fp32 unless stated):")
+    print("\nsummary (2 threads, fp32 unless stated; ratios of ours to ours from calls in turn, the separate rows' "
+          "in brackets):")
     main_rows = [find(op="backward", N=n, C=c, S=s, dtype="fp32", mode="bilinear", padding="zeros", layout="ncdhw",
                       deterministic=0, threads=2)[0] for n, c, s in SHAPES]
     print(f"  backward bilinear zeros NCDHW: geomean {geomean([r['speedup'] for r in main_rows]):.1f}x, "
@@ -248,9 +290,21 @@ def report(results, rss, bandwidth, out_dir, quick):
         half = [find(op="backward", N=n, C=c, S=s, dtype=d, threads=2)[0] for d in ("fp16", "bf16")]
         one = find(op="backward", N=n, C=c, S=s, dtype="fp32", mode="bilinear", padding="zeros", layout="ncdhw",
                    deterministic=0, threads=1)
-        print(f"  {(n, c, s)}: deterministic {det['ours_ms'] / base['ours_ms']:.2f}x the default; "
+        # Ratios of ours to ours: from calls in turn where the run made them (in brackets, the
+        # separate rows', made minutes apart).
+        det_ratio = base["deterministic_over_default"]
+        det_text = (f"{det_ratio:.2f}x the default ({det['ours_ms'] / base['ours_ms']:.2f}x)" if det_ratio != ""
+                    else f"{det['ours_ms'] / base['ours_ms']:.2f}x the default")
+        scaling = base["two_threads_over_one"]
+        scaling_text = ""
+        if scaling != "":
+            scaling_text = f"; 2 threads {scaling:.2f}x faster than 1" + (
+                f" ({one[0]['ours_ms'] / base['ours_ms']:.2f}x)" if one else "")
+        elif one:
+            scaling_text = f"; 2 threads {one[0]['ours_ms'] / base['ours_ms']:.2f}x faster than 1"
+        print(f"  {(n, c, s)}: deterministic {det_text}; "
               f"fp16 {half[0]['ours_ms'] / base['ours_ms']:.2f}x, bf16 {half[1]['ours_ms'] / base['ours_ms']:.2f}x fp32"
-              + (f"; 2 threads {one[0]['ours_ms'] / base['ours_ms']:.2f}x faster than 1" if one else "")
+              + scaling_text
               + f"; workspace {base['workspace_bytes'] / 2 ** 20:.1f} MiB (bound threads x inputGrad x 4 = "
               f"{2 * base['inputgrad_x4_bytes'] / 2 ** 20:.0f} MiB)")
     plot(rows, out_dir, find, quick)
