@@ -11,8 +11,8 @@
 //   key); a point's corners then touch its slab and the next one only. Phase 0 runs the
 //   even slabs in parallel, phase 1 the odd ones: no two tasks of a phase touch the same
 //   slab. Each element thus sums its contributions in a fixed order: the points of the
-//   slab before it, then its own, each in the order the task visits rows. Phase 0 zero-fills its two slabs
-//   before scattering.
+//   slab before it, then its own, each in the order the task visits rows (row_order.h).
+//   Phase 0 zero-fills its two slabs before scattering.
 // Both compute gridGrad in the same pass from the same corners (coordinates once per point,
 // backward_blocks-inl.h), summing over channels in order; fp16/bf16 accumulate in an fp32
 // buffer and are rounded once at the end. Point by point (backward_point-inl.h) where the
