@@ -362,6 +362,30 @@ double NearestOfType(double x, aclDataType type) {
     return (above->second & 1) == 0 ? above->first : below->first;
 }
 
+// The forward of the same values in fp32 and in `type` (fp16 or bf16): both outputs' elements
+// in order, for the Rounding tests to compare.
+void ForwardInFp32AndIn(aclDataType type, const Array5& input_values, const Array5& grid_values,
+                        const RefOptions& options, int64_t od, int64_t oh, int64_t ow, std::vector<double>* out32_values,
+                        std::vector<double>* out16_values) {
+    const int64_t n = input_values.dim[0], c = input_values.dim[1], d = input_values.dim[2], h = input_values.dim[3],
+                  w = input_values.dim[4];
+    TestTensor input32({n, c, d, h, w}, ACL_FLOAT), grid32({n, od, oh, ow, 3}, ACL_FLOAT),
+        out32({n, c, od, oh, ow}, ACL_FLOAT), input16({n, c, d, h, w}, type), grid16({n, od, oh, ow, 3}, type),
+        out16({n, c, od, oh, ow}, type);
+    StoreVolume(input_values, false, &input32);
+    StoreVolume(input_values, false, &input16);
+    StoreGrid(grid_values, &grid32);
+    StoreGrid(grid_values, &grid16);
+    ASSERT_EQ(RunForward(input32.get(), grid32.get(), options, out32.get()), ACLNN_SUCCESS);
+    ASSERT_EQ(RunForward(input16.get(), grid16.get(), options, out16.get()), ACLNN_SUCCESS);
+    out32_values->clear();
+    out16_values->clear();
+    for (int64_t i = 0; i < out16.count(); ++i) {
+        out32_values->push_back(out32.Get(i));
+        out16_values->push_back(out16.Get(i));
+    }
+}
+
 // fp16 and bf16 compute in fp32 and round once as they store: the forward's output is the fp32
 // forward's on the same values, rounded to nearest even, bit for bit. Rows wide enough for
 // whole vectors and a rest; C below 4 (the NCDHW blocks, whose rows store in vectors) and
@@ -375,21 +399,16 @@ TEST(Rounding, HalfAndBFloat16ForwardIsFp32ForwardRoundedOnce) {
                 const int64_t n = 1, d = 5, h = 6, w = 40, od = 3, oh = 4, ow = 37;
                 const Array5 input_values = RandomArray(rng, n, c, d, h, w),
                              grid_values = NearIdentityGrid(rng, n, od, oh, ow, 0.1);
-                TestTensor input32({n, c, d, h, w}, ACL_FLOAT), grid32({n, od, oh, ow, 3}, ACL_FLOAT),
-                    out32({n, c, od, oh, ow}, ACL_FLOAT), input16({n, c, d, h, w}, type),
-                    grid16({n, od, oh, ow, 3}, type), out16({n, c, od, oh, ow}, type);
-                StoreVolume(input_values, false, &input32);
-                StoreVolume(input_values, false, &input16);
-                StoreGrid(grid_values, &grid32);
-                StoreGrid(grid_values, &grid16);
-                ASSERT_EQ(RunForward(input32.get(), grid32.get(), options, out32.get()), ACLNN_SUCCESS);
-                ASSERT_EQ(RunForward(input16.get(), grid16.get(), options, out16.get()), ACLNN_SUCCESS);
+                std::vector<double> out32, out16;
+                ASSERT_NO_FATAL_FAILURE(
+                    ForwardInFp32AndIn(type, input_values, grid_values, options, od, oh, ow, &out32, &out16));
                 int64_t differ = 0, first = -1;
-                for (int64_t i = 0; i < out16.count(); ++i)
-                    if (!BitwiseEqual(out16.Get(i), NearestOfType(out32.Get(i), type)) && differ++ == 0) first = i;
+                for (size_t i = 0; i < out16.size(); ++i)
+                    if (!BitwiseEqual(out16[i], NearestOfType(out32[i], type)) && differ++ == 0)
+                        first = static_cast<int64_t>(i);
                 EXPECT_EQ(differ, 0) << DtypeName(type) << " C " << c << " padding " << padding << ": element "
-                                     << first << " is " << (first >= 0 ? out16.Get(first) : 0.0) << ", fp32 gives "
-                                     << (first >= 0 ? out32.Get(first) : 0.0);
+                                     << first << " is " << (first >= 0 ? out16[first] : 0.0) << ", fp32 gives "
+                                     << (first >= 0 ? out32[first] : 0.0);
             }
 }
 
@@ -407,28 +426,22 @@ TEST(Rounding, NonFiniteHalfAndBFloat16InputsStayNonFinite) {
             const double kSpecial[3] = {INFINITY, -INFINITY, NAN};
             for (size_t i = 0; i < input_values.values.size(); i += 7) input_values.values[i] = kSpecial[i % 3];
             const Array5 grid_values = NearIdentityGrid(rng, n, od, oh, ow, 0.1);
-            TestTensor input32({n, c, d, h, w}, ACL_FLOAT), grid32({n, od, oh, ow, 3}, ACL_FLOAT),
-                out32({n, c, od, oh, ow}, ACL_FLOAT), input16({n, c, d, h, w}, type), grid16({n, od, oh, ow, 3}, type),
-                out16({n, c, od, oh, ow}, type);
-            StoreVolume(input_values, false, &input32);
-            StoreVolume(input_values, false, &input16);
-            StoreGrid(grid_values, &grid32);
-            StoreGrid(grid_values, &grid16);
-            ASSERT_EQ(RunForward(input32.get(), grid32.get(), options, out32.get()), ACLNN_SUCCESS);
-            ASSERT_EQ(RunForward(input16.get(), grid16.get(), options, out16.get()), ACLNN_SUCCESS);
+            std::vector<double> out32, out16;
+            ASSERT_NO_FATAL_FAILURE(
+                ForwardInFp32AndIn(type, input_values, grid_values, options, od, oh, ow, &out32, &out16));
             int64_t differ = 0, non_finite = 0, first = -1;
-            for (int64_t i = 0; i < out16.count(); ++i) {
-                const double expected = out32.Get(i), got = out16.Get(i);
+            for (size_t i = 0; i < out16.size(); ++i) {
+                const double expected = out32[i], got = out16[i];
                 non_finite += !std::isfinite(expected);
                 const bool same = std::isnan(expected) ? std::isnan(got)
                                   : std::isinf(expected) ? got == expected
                                                           : BitwiseEqual(got, NearestOfType(expected, type));
-                if (!same && differ++ == 0) first = i;
+                if (!same && differ++ == 0) first = static_cast<int64_t>(i);
             }
             EXPECT_GT(non_finite, 0) << "the case must sample the specials";
             EXPECT_EQ(differ, 0) << DtypeName(type) << " C " << c << ": element " << first << " is "
-                                 << (first >= 0 ? out16.Get(first) : 0.0) << ", fp32 gives "
-                                 << (first >= 0 ? out32.Get(first) : 0.0);
+                                 << (first >= 0 ? out16[first] : 0.0) << ", fp32 gives "
+                                 << (first >= 0 ? out32[first] : 0.0);
         }
 }
 
