@@ -159,14 +159,12 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     }
 }
 
-// A row segment of up to kBlock nearest points, vectorised across points: source indices
-// with SIMD, the voxel by round half to even (NearestIndex), then per channel the voxel's
-// value gathered, or 0 outside.
+// The nearest voxels of a row segment of up to kBlock points, vectorised across points:
+// source indices with SIMD, the voxel by round half to even (NearestIndex).
 template <typename T, Padding P, typename S = ComputeType<T>>
-HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, const T* grid_row, T* out_row,
-                                      int64_t w_begin, int count, const TrilinearGeometry& geometry) {
+HWY_INLINE void NearestBlockVoxels(const ForwardArgs& args, const T* grid_row, int64_t w_begin, int count,
+                                   const TrilinearGeometry& geometry, BlockVoxels<S>& voxels) {
     const hn::ScalableTag<S> d;
-    const hn::RebindToSigned<decltype(d)> di;
     const int lanes = static_cast<int>(hn::Lanes(d));
     const int padded = (count + lanes - 1) / lanes * lanes;
     const View5& in = args.input;
@@ -178,23 +176,77 @@ HWY_NOINLINE void NearestForwardBlock(const ForwardArgs& args, const T* in_n, co
     for (int axis = 0; axis < 3; ++axis)
         BlockSourceIndices<S, P, false>(coord[axis], padded, sizes[axis], align, index[axis], nullptr);
     const S* const indices[3] = {index[0], index[1], index[2]};
-    BlockVoxels<S> voxels;
     voxels.Compute(indices, padded, count, geometry);
+}
+
+// One channel of a nearest block: each point's voxel gathered from in_c, or 0 outside.
+template <typename T, typename S = ComputeType<T>>
+HWY_INLINE void StoreNearestChannel(const BlockVoxels<S>& voxels, const T* in_c, T* out_c, int64_t out_ws) {
+    const hn::ScalableTag<S> d;
+    const hn::RebindToSigned<decltype(d)> di;
+    const int lanes = static_cast<int>(hn::Lanes(d));
     const auto zero = hn::Zero(d);
-    const int64_t out_ws = args.out.stride[4];
-    for (int64_t c = 0; c < in.size[1]; ++c) {
-        const T* in_c = in_n + c * in.stride[1];
-        T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
-        if constexpr (std::is_same_v<T, S>) {
-            for (int i = 0; i < padded; i += lanes) {
-                auto v = hn::GatherIndex(d, in_c, hn::Load(di, voxels.offset + i));  // outside: element 0
-                if (!voxels.all_inside) v = hn::IfThenElseZero(hn::Ne(hn::Load(d, voxels.inside + i), zero), v);
-                StoreRowLanes(d, v, out_c, i, count, out_ws);
-            }
-        } else {
-            for (int i = 0; i < count; ++i)
-                StoreElement<T>(voxels.inside[i] != 0 ? LoadElement(in_c + voxels.offset[i]) : S(0), out_c + i * out_ws);
+    if constexpr (std::is_same_v<T, S>) {
+        for (int i = 0; i < voxels.padded; i += lanes) {
+            auto v = hn::GatherIndex(d, in_c, hn::Load(di, voxels.offset + i));  // outside: element 0
+            if (!voxels.all_inside) v = hn::IfThenElseZero(hn::Ne(hn::Load(d, voxels.inside + i), zero), v);
+            StoreRowLanes(d, v, out_c, i, voxels.count, out_ws);
         }
+    } else {
+        for (int i = 0; i < voxels.count; ++i)
+            StoreElement<T>(voxels.inside[i] != 0 ? LoadElement(in_c + voxels.offset[i]) : S(0), out_c + i * out_ws);
+    }
+}
+
+// Nearest with the channels apart (NCDHW): the grid's row segments taken kNearestChunk
+// blocks at a time, in grid order; the chunk's voxels found once, then channel after channel
+// every block of the chunk gathered and stored. Why channel after channel: a point's
+// channels lie in C volumes, so point by point each step touches C distant lines of the
+// input and C of the output, more streams than the prefetchers follow (one thread,
+// (1, 32, 48): as slow without noise as with it); one channel over a chunk reads a few
+// planes' rows of one volume and writes one run of the output. Every output element is
+// still written by one thread, from the same voxel.
+constexpr int kNearestChunk = 64;
+
+template <typename T, Padding P>
+void NearestForwardInChunks(const ForwardArgs& args, const TrilinearGeometry& geometry) {
+    using S = ComputeType<T>;
+    const View5& in = args.input;
+    const View5& grid = args.grid;
+    const View5& out = args.out;
+    const auto* in_data = static_cast<const T*>(in.data);
+    const auto* grid_data = static_cast<const T*>(grid.data);
+    auto* out_data = static_cast<T*>(out.data);
+    const int64_t out_d = grid.size[1], out_h = grid.size[2], out_w = grid.size[3];
+    const int64_t segments = (out_w + kBlock - 1) / kBlock;  // per row
+    const int64_t blocks = in.size[0] * out_d * out_h * segments;
+    const int64_t chunks = (blocks + kNearestChunk - 1) / kNearestChunk;
+    const int64_t out_ws = out.stride[4];
+
+#pragma omp parallel for schedule(static)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        struct Block {
+            const T* in_n;
+            T* out_first;  // the segment's first point in channel 0
+        };
+        BlockVoxels<S> voxels[kNearestChunk];
+        Block block[kNearestChunk];
+        const int64_t first = chunk * kNearestChunk;
+        const int count = static_cast<int>(std::min<int64_t>(kNearestChunk, blocks - first));
+        for (int b = 0; b < count; ++b) {
+            const int64_t segment = (first + b) % segments, row = (first + b) / segments;
+            const int64_t h = row % out_h, d = row / out_h % out_d, n = row / (out_h * out_d);
+            const int64_t w = segment * kBlock;
+            const T* g = grid_data + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2];
+            NearestBlockVoxels<T, P>(args, g, w, static_cast<int>(std::min<int64_t>(kBlock, out_w - w)), geometry,
+                                     voxels[b]);
+            block[b] = {in_data + n * in.stride[0],
+                        out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3] + w * out_ws};
+        }
+        for (int64_t c = 0; c < in.size[1]; ++c)
+            for (int b = 0; b < count; ++b)
+                StoreNearestChannel<T>(voxels[b], block[b].in_n + c * in.stride[1], block[b].out_first + c * out.stride[1],
+                                       out_ws);
     }
 }
 
@@ -247,6 +299,9 @@ void Forward(const ForwardArgs& args) {
     if (rows == 0 || out_w == 0 || in.size[1] == 0) return;
     const TrilinearGeometry geometry(in);
     const bool simd_offsets = OffsetsFit<ComputeType<T>>(geometry);
+    if constexpr (!kUnitChannels && I == Interpolation::kNearest) {
+        if (simd_offsets) return NearestForwardInChunks<T, P>(args, geometry);
+    }
 
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
@@ -258,10 +313,7 @@ void Forward(const ForwardArgs& args) {
             if (simd_offsets) {
                 for (int64_t w = 0; w < out_w; w += kBlock) {
                     const int count = static_cast<int>(std::min<int64_t>(kBlock, out_w - w));
-                    if constexpr (I == Interpolation::kBilinear)
-                        BilinearForwardBlock<T, P>(args, in_n, g, out_row, w, count, geometry);
-                    else
-                        NearestForwardBlock<T, P>(args, in_n, g, out_row, w, count, geometry);
+                    BilinearForwardBlock<T, P>(args, in_n, g, out_row, w, count, geometry);
                 }
                 continue;
             }
