@@ -236,27 +236,32 @@ TEST(LargerProblems, RowsLongerThanASortSegmentMatchReference) {
     }
 }
 
-// The bilinear forward's channels-last copy (NCDHW, C >= 8) stages each row in blocks of w
+// The bilinear forward's channels-last copy (NCDHW, C >= 4) stages each row in blocks of w
 // of at most 4096 elements: rows of 40 channels x 120 take two blocks (102 + 18), and 4100
-// channels exceed a block, copied element by element.
+// channels exceed a block, copied element by element. The output's rows, channels apart,
+// go through the same pieces of 4096 elements (102 points at 40 channels): 130 points take
+// two (102 + 28); in a contiguous and a reversed NCDHW output.
 TEST(LargerProblems, ForwardCopyOfWideRowsMatchesReference) {
     struct Shape {
-        int64_t c, d, h, w;
+        int64_t c, d, h, w, out_w;
     };
     std::mt19937 rng(51);
-    for (const Shape& shape : {Shape{40, 3, 4, 120}, Shape{4100, 2, 2, 3}}) {
-        TestTensor input({1, shape.c, shape.d, shape.h, shape.w}, ACL_FLOAT), grid({1, 2, 3, 7, 3}, ACL_FLOAT),
-            out({1, shape.c, 2, 3, 7}, ACL_FLOAT);
-        const Array5 input_values = RandomArray(rng, 1, shape.c, shape.d, shape.h, shape.w);
-        const Array5 grid_values = RandomArray(rng, 1, 2, 3, 7, 3, true);
-        StoreVolume(input_values, false, &input);
-        StoreGrid(grid_values, &grid);
-        ASSERT_EQ(RunForward(input.get(), grid.get(), kBilinearZeros, out.get()), ACLNN_SUCCESS);
-        EXPECT_EQ(CompareArrays(LoadVolume(out, false), ReferenceForward(input_values, grid_values, kBilinearZeros),
-                                ACL_FLOAT),
-                  "")
-            << "C " << shape.c << " W " << shape.w;
-    }
+    for (const Shape& shape : {Shape{40, 3, 4, 120, 130}, Shape{4100, 2, 2, 3, 7}})
+        for (Layout out_layout : {Layout::kContiguous, Layout::kReversed}) {
+            TestTensor input({1, shape.c, shape.d, shape.h, shape.w}, ACL_FLOAT),
+                grid({1, 2, 3, shape.out_w, 3}, ACL_FLOAT),
+                out({1, shape.c, 2, 3, shape.out_w}, ACL_FLOAT, ACL_FORMAT_NCDHW, out_layout);
+            const Array5 input_values = RandomArray(rng, 1, shape.c, shape.d, shape.h, shape.w);
+            const Array5 grid_values = RandomArray(rng, 1, 2, 3, shape.out_w, 3, true);
+            StoreVolume(input_values, false, &input);
+            StoreGrid(grid_values, &grid);
+            ASSERT_EQ(RunForward(input.get(), grid.get(), kBilinearZeros, out.get()), ACLNN_SUCCESS);
+            EXPECT_EQ(CompareArrays(LoadVolume(out, false),
+                                    ReferenceForward(input_values, grid_values, kBilinearZeros), ACL_FLOAT),
+                      "")
+                << "C " << shape.c << " W " << shape.w << " " << LayoutName(out_layout);
+            EXPECT_TRUE(out.OutsideViewUntouched());
+        }
 }
 
 // The backward with a dense NCDHW inputGrad and 4 channels or more runs with channels last

@@ -267,6 +267,7 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
     const View5& grid = args.grid;
     const View5& out = args.out;
     const int64_t out_d = grid.size[1], out_h = grid.size[2], out_w = grid.size[3];
+    const int64_t piece = StagedColumns(channels);  // points per piece of a row (below)
     for (int64_t n = 0; n < in.size[0]; ++n) {
         const int64_t from_stride[4] = {in.stride[1], in.stride[2], in.stride[3], in.stride[4]};
         CopyToChannelsLast(static_cast<const T*>(in.data) + n * in.stride[0], from_stride, in.size + 1, copy);
@@ -277,9 +278,30 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
             const int64_t d = row / out_h, h = row % out_h;
             const T* g = grid_n + d * grid.stride[1] + h * grid.stride[2];
             T* out_row = out_n + d * out.stride[2] + h * out.stride[3];
-            for (int64_t w = 0; w < out_w; ++w)
-                SamplePoint<T, I, P, false, true>(from_copy, copy, g + w * grid.stride[3], out_row + w * out.stride[4],
-                                                  geometry);
+            if (out.stride[1] == 1 || channels * piece > kCopyStaged) {
+                for (int64_t w = 0; w < out_w; ++w)
+                    SamplePoint<T, I, P, false, true>(from_copy, copy, g + w * grid.stride[3],
+                                                      out_row + w * out.stride[4], geometry);
+                continue;
+            }
+            // Channels apart in the output (NCDHW): a piece of the row's points sampled into
+            // L1 as (w, c), turned into (c, w), then written channel by channel in runs.
+            // Point by point, each point's C stores go to C planes, whose addresses share
+            // their low 12 bits where a plane is a multiple of 4 KiB (48^3 or 64^3 fp32), so
+            // every store line falls in one L1 set and is evicted before the next point
+            // writes it: one thread, (1, 32, 48), 18-20 ms against 6.5 ms for an NDHWC output.
+            HWY_ALIGN T by_point[kCopyStaged], by_channel[kCopyStaged];
+            for (int64_t w0 = 0; w0 < out_w; w0 += piece) {
+                const int64_t count = std::min(piece, out_w - w0);
+                for (int64_t w = 0; w < count; ++w)
+                    SamplePoint<T, I, P, true, true>(from_copy, copy, g + (w0 + w) * grid.stride[3],
+                                                     by_point + w * channels, geometry);
+                TransposePiece<false>(by_point, by_channel, channels, count);
+                for (int64_t c = 0; c < channels; ++c) {
+                    T* out_c = out_row + c * out.stride[1] + w0 * out.stride[4];
+                    for (int64_t w = 0; w < count; ++w) out_c[w * out.stride[4]] = by_channel[c * count + w];
+                }
+            }
         }
     }
 }
