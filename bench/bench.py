@@ -151,14 +151,22 @@ def run_child(threads, quick, selection):
                 run_ours()
                 return elapsed
 
-            calls = [run_ours, run_theirs, deterministic_call]
+            def half_call(half_dtype):
+                """Ours on the same data in fp16 or bf16 (the fp32 values converted)."""
+                tensors = [t.to(half_dtype) for t in (go, i, g)]
+                tensors += [torch.empty_like(tensors[1]), torch.empty_like(tensors[2])]
+                half_views = [view(t) for t in tensors]
+                return lambda: (tensors, _runtime.backward(*half_views, mode, padding, False, (True, True)))
+
+            calls = [run_ours, run_theirs, deterministic_call, half_call(torch.float16), half_call(torch.bfloat16)]
             if threads > 1 and tuple(shape) in SCALING_SHAPES:
                 calls.append(one_thread_call)
             medians = median_times(*calls)
             ours, theirs = medians[0], medians[1]
             extras["ours_deterministic_s"] = medians[2]
-            if len(medians) > 3:
-                extras["ours_one_thread_s"] = medians[3]
+            extras["ours_fp16_s"], extras["ours_bf16_s"] = medians[3], medians[4]
+            if len(medians) > 5:
+                extras["ours_one_thread_s"] = medians[5]
         elif run_theirs:
             ours, theirs = median_times(run_ours, run_theirs)
         else:
@@ -247,6 +255,8 @@ def report(results, rss, bandwidth, out_dir, quick):
             "workspace_bytes": r["workspace_bytes"], "inputgrad_x4_bytes": n * c * s ** 3 * 4,
             "deterministic_over_default": r["ours_deterministic_s"] / r["ours_s"] if "ours_deterministic_s" in r else "",
             "two_threads_over_one": r["ours_one_thread_s"] / r["ours_s"] if "ours_one_thread_s" in r else "",
+            "fp16_over_fp32": r["ours_fp16_s"] / r["ours_s"] if "ours_fp16_s" in r else "",
+            "bf16_over_fp32": r["ours_bf16_s"] / r["ours_s"] if "ours_bf16_s" in r else "",
         })
     with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -302,8 +312,11 @@ def report(results, rss, bandwidth, out_dir, quick):
                 f" ({one[0]['ours_ms'] / base['ours_ms']:.2f}x)" if one else "")
         elif one:
             scaling_text = f"; 2 threads {one[0]['ours_ms'] / base['ours_ms']:.2f}x faster than 1"
-        print(f"  {(n, c, s)}: deterministic {det_text}; "
-              f"fp16 {half[0]['ours_ms'] / base['ours_ms']:.2f}x, bf16 {half[1]['ours_ms'] / base['ours_ms']:.2f}x fp32"
+        half_text = ", ".join(
+            (f"{name} {base[name + '_over_fp32']:.2f}x ({row['ours_ms'] / base['ours_ms']:.2f}x)"
+             if base[name + "_over_fp32"] != "" else f"{name} {row['ours_ms'] / base['ours_ms']:.2f}x")
+            for name, row in zip(("fp16", "bf16"), half))
+        print(f"  {(n, c, s)}: deterministic {det_text}; {half_text} fp32"
               + scaling_text
               + f"; workspace {base['workspace_bytes'] / 2 ** 20:.1f} MiB (bound threads x inputGrad x 4 = "
               f"{2 * base['inputgrad_x4_bytes'] / 2 ** 20:.0f} MiB)")
