@@ -44,21 +44,40 @@ HWY_INLINE void StoreRowLanes(D d, hn::Vec<D> v, T* HWY_RESTRICT out_c, int i, i
     for (int j = 0; j < lanes && i + j < count; ++j) StoreElement<T>(value[j], out_c + (i + j) * out_ws);
 }
 
+// The source indices (x, y, z) of `count` (<= kBlock) consecutive points of a grid row from
+// w_begin, in vector form (BlockSourceIndices: bitwise PyTorch's scalar code, reflection
+// included), into index[axis][i]. The point paths take them from here: computed point by
+// point, the reflection's fmod and floor made the channels-last forward with reflection
+// twice as slow as with zeros padding at (2, 8, 64).
+template <typename T, Padding P, typename S = ComputeType<T>>
+HWY_INLINE void RowSourceIndices(const ForwardArgs& args, const T* grid_row, int64_t w_begin, int count,
+                                 S (*HWY_RESTRICT index)[kBlock]) {
+    const hn::ScalableTag<S> d;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const int padded = (count + lanes - 1) / lanes * lanes;
+    const View5& in = args.input;
+    const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
+    HWY_ALIGN S coord[3][kBlock];
+    LoadGridRow(grid_row + w_begin * gs, gs, cs, count, padded, coord);
+    const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};  // x, y, z
+    for (int axis = 0; axis < 3; ++axis)
+        BlockSourceIndices<S, P, false>(coord[axis], padded, sizes[axis], args.options.align_corners, index[axis],
+                                        nullptr);
+}
+
 // Samples one grid point into every channel. kUnitChannels: input and out have channel
 // stride 1 (NDHWC), so the channel loop runs over contiguous memory and vectorises;
 // kUnitInput: the input alone (a channels-last copy, SampleFromChannelsLastCopy).
-template <typename T, Interpolation I, Padding P, bool kUnitChannels, bool kUnitInput = kUnitChannels>
-HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n, const T* HWY_RESTRICT g,
+// The point's source indices ix, iy, iz: from RowSourceIndices (vector form, bitwise the
+// scalar SourceIndex).
+template <typename T, Interpolation I, Padding P, bool kUnitChannels, bool kUnitInput = kUnitChannels,
+          typename S = ComputeType<T>>
+HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n, S ix, S iy, S iz,
                             T* HWY_RESTRICT out_p, const TrilinearGeometry& geometry) {
-    using S = ComputeType<T>;
     const View5& in = args.input;
     const int64_t channels = in.size[1];
     const int64_t in_cs = kUnitInput ? 1 : in.stride[1];
     const int64_t out_cs = kUnitChannels ? 1 : args.out.stride[1];
-    const bool align = args.options.align_corners;
-    const S ix = SourceIndex<S, P>(LoadElement(g), in.size[4], align);
-    const S iy = SourceIndex<S, P>(LoadElement(g + args.grid.stride[4]), in.size[3], align);
-    const S iz = SourceIndex<S, P>(LoadElement(g + 2 * args.grid.stride[4]), in.size[2], align);
     if constexpr (I == Interpolation::kBilinear) {
         TrilinearCorners<S> corners;
         if (corners.Compute(ix, iy, iz, geometry)) {  // all eight corners inside: no tests
@@ -164,17 +183,10 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
 template <typename T, Padding P, typename S = ComputeType<T>>
 HWY_INLINE void NearestBlockVoxels(const ForwardArgs& args, const T* grid_row, int64_t w_begin, int count,
                                    const TrilinearGeometry& geometry, BlockVoxels<S>& voxels) {
-    const hn::ScalableTag<S> d;
-    const int lanes = static_cast<int>(hn::Lanes(d));
+    const int lanes = static_cast<int>(hn::Lanes(hn::ScalableTag<S>()));
     const int padded = (count + lanes - 1) / lanes * lanes;
-    const View5& in = args.input;
-    const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
-    const bool align = args.options.align_corners;
-    HWY_ALIGN S coord[3][kBlock], index[3][kBlock];
-    LoadGridRow(grid_row + w_begin * gs, gs, cs, count, padded, coord);
-    const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};  // x, y, z
-    for (int axis = 0; axis < 3; ++axis)
-        BlockSourceIndices<S, P, false>(coord[axis], padded, sizes[axis], align, index[axis], nullptr);
+    HWY_ALIGN S index[3][kBlock];
+    RowSourceIndices<T, P>(args, grid_row, w_begin, count, index);
     const S* const indices[3] = {index[0], index[1], index[2]};
     voxels.Compute(indices, padded, count, geometry);
 }
@@ -257,6 +269,7 @@ void NearestForwardInChunks(const ForwardArgs& args, const TrilinearGeometry& ge
 // so the output is bitwise that of sampling the input where it lies.
 template <typename T, Interpolation I, Padding P>
 void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
+    using S = ComputeType<T>;
     const View5& in = args.input;
     const int64_t channels = in.size[1], height = in.size[3], width = in.size[4];
     ForwardArgs from_copy = args;
@@ -278,10 +291,15 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
             const int64_t d = row / out_h, h = row % out_h;
             const T* g = grid_n + d * grid.stride[1] + h * grid.stride[2];
             T* out_row = out_n + d * out.stride[2] + h * out.stride[3];
+            HWY_ALIGN S index[3][kBlock];
             if (out.stride[1] == 1 || channels * piece > kCopyStaged) {
-                for (int64_t w = 0; w < out_w; ++w)
-                    SamplePoint<T, I, P, false, true>(from_copy, copy, g + w * grid.stride[3],
-                                                      out_row + w * out.stride[4], geometry);
+                for (int64_t w0 = 0; w0 < out_w; w0 += kBlock) {
+                    const int count = static_cast<int>(std::min<int64_t>(kBlock, out_w - w0));
+                    RowSourceIndices<T, P>(from_copy, g, w0, count, index);
+                    for (int i = 0; i < count; ++i)
+                        SamplePoint<T, I, P, false, true>(from_copy, copy, index[0][i], index[1][i], index[2][i],
+                                                          out_row + (w0 + i) * out.stride[4], geometry);
+                }
                 continue;
             }
             // Channels apart in the output (NCDHW): a piece of the row's points sampled into
@@ -293,9 +311,13 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
             HWY_ALIGN T by_point[kCopyStaged], by_channel[kCopyStaged];
             for (int64_t w0 = 0; w0 < out_w; w0 += piece) {
                 const int64_t count = std::min(piece, out_w - w0);
-                for (int64_t w = 0; w < count; ++w)
-                    SamplePoint<T, I, P, true, true>(from_copy, copy, g + (w0 + w) * grid.stride[3],
-                                                     by_point + w * channels, geometry);
+                for (int64_t b = 0; b < count; b += kBlock) {
+                    const int points = static_cast<int>(std::min<int64_t>(kBlock, count - b));
+                    RowSourceIndices<T, P>(from_copy, g, w0 + b, points, index);
+                    for (int i = 0; i < points; ++i)
+                        SamplePoint<T, I, P, true, true>(from_copy, copy, index[0][i], index[1][i], index[2][i],
+                                                         by_point + (b + i) * channels, geometry);
+                }
                 TransposePiece<false>(by_point, by_channel, channels, count);
                 for (int64_t c = 0; c < channels; ++c) {
                     T* out_c = out_row + c * out.stride[1] + w0 * out.stride[4];
@@ -340,9 +362,14 @@ void Forward(const ForwardArgs& args) {
                 continue;
             }
         }
-        for (int64_t w = 0; w < out_w; ++w)
-            SamplePoint<T, I, P, kUnitChannels>(args, in_n, g + w * grid.stride[3], out_row + w * out.stride[4],
-                                                geometry);
+        HWY_ALIGN ComputeType<T> index[3][kBlock];
+        for (int64_t w0 = 0; w0 < out_w; w0 += kBlock) {
+            const int count = static_cast<int>(std::min<int64_t>(kBlock, out_w - w0));
+            RowSourceIndices<T, P>(args, g, w0, count, index);
+            for (int i = 0; i < count; ++i)
+                SamplePoint<T, I, P, kUnitChannels>(args, in_n, index[0][i], index[1][i], index[2][i],
+                                                    out_row + (w0 + i) * out.stride[4], geometry);
+        }
     }
 }
 
