@@ -135,6 +135,22 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
     }
 }
 
+// Samples the points [w_begin, w_begin + count) of a grid row point by point (SamplePoint),
+// their source indices 64 at a time in vector form (RowSourceIndices); point i's channels
+// go to out(i).
+template <typename T, Interpolation I, Padding P, bool kUnitChannels, bool kUnitInput, typename PointOut>
+HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T* grid_row, int64_t w_begin,
+                                int64_t count, const TrilinearGeometry& geometry, PointOut out) {
+    HWY_ALIGN ComputeType<T> index[3][kBlock];
+    for (int64_t b = 0; b < count; b += kBlock) {
+        const int points = static_cast<int>(std::min<int64_t>(kBlock, count - b));
+        RowSourceIndices<T, P>(args, grid_row, w_begin + b, points, index);
+        for (int i = 0; i < points; ++i)
+            SamplePoint<T, I, P, kUnitChannels, kUnitInput>(args, in_n, index[0][i], index[1][i], index[2][i],
+                                                            out(b + i), geometry);
+    }
+}
+
 // A row segment of up to kBlock bilinear points, vectorised across points: source indices,
 // cells and weights with SIMD (simd_cells-inl.h), the corner values gathered per channel,
 // then value = 0 + v0 * w0 + ... + v7 * w7 in vector form with the corners outside masked out
@@ -146,17 +162,13 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     const int lanes = static_cast<int>(hn::Lanes(d));
     const int padded = (count + lanes - 1) / lanes * lanes;
     const View5& in = args.input;
-    const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
-    const bool align = args.options.align_corners;
-    HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock], v[8][kBlock];
+    HWY_ALIGN S index[3][kBlock], v[8][kBlock];
     HWY_ALIGN typename BlockCells<S>::Offset base[kBlock];
     BlockCells<S> cells;
-    LoadGridRow(grid_row + w_begin * gs, gs, cs, count, padded, coord);
-    BlockSourceIndices<S, P, false>(coord[0], padded, in.size[4], align, ix, nullptr);
-    BlockSourceIndices<S, P, false>(coord[1], padded, in.size[3], align, iy, nullptr);
-    BlockSourceIndices<S, P, false>(coord[2], padded, in.size[2], align, iz, nullptr);
-    for (int i = count; i < padded; ++i) ix[i] = iy[i] = iz[i] = -4;  // lanes past the end: outside, never stored
-    cells.Compute(ix, iy, iz, padded, count, geometry);
+    RowSourceIndices<T, P>(args, grid_row, w_begin, count, index);
+    for (int i = count; i < padded; ++i)  // lanes past the end: outside, never stored
+        index[0][i] = index[1][i] = index[2][i] = -4;
+    cells.Compute(index[0], index[1], index[2], padded, count, geometry);
     cells.Bases(geometry.stride, base);
     const T* in_data = static_cast<const T*>(in.data);
     const int64_t in_last = LastElementOffset(in);
@@ -269,7 +281,6 @@ void NearestForwardInChunks(const ForwardArgs& args, const TrilinearGeometry& ge
 // so the output is bitwise that of sampling the input where it lies.
 template <typename T, Interpolation I, Padding P>
 void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
-    using S = ComputeType<T>;
     const View5& in = args.input;
     const int64_t channels = in.size[1], height = in.size[3], width = in.size[4];
     ForwardArgs from_copy = args;
@@ -291,15 +302,9 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
             const int64_t d = row / out_h, h = row % out_h;
             const T* g = grid_n + d * grid.stride[1] + h * grid.stride[2];
             T* out_row = out_n + d * out.stride[2] + h * out.stride[3];
-            HWY_ALIGN S index[3][kBlock];
             if (out.stride[1] == 1 || channels * piece > kCopyStaged) {
-                for (int64_t w0 = 0; w0 < out_w; w0 += kBlock) {
-                    const int count = static_cast<int>(std::min<int64_t>(kBlock, out_w - w0));
-                    RowSourceIndices<T, P>(from_copy, g, w0, count, index);
-                    for (int i = 0; i < count; ++i)
-                        SamplePoint<T, I, P, false, true>(from_copy, copy, index[0][i], index[1][i], index[2][i],
-                                                          out_row + (w0 + i) * out.stride[4], geometry);
-                }
+                SampleRowPoints<T, I, P, false, true>(from_copy, copy, g, 0, out_w, geometry,
+                                                      [&](int64_t w) { return out_row + w * out.stride[4]; });
                 continue;
             }
             // Channels apart in the output (NCDHW): a piece of the row's points sampled into
@@ -311,13 +316,8 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
             HWY_ALIGN T by_point[kCopyStaged], by_channel[kCopyStaged];
             for (int64_t w0 = 0; w0 < out_w; w0 += piece) {
                 const int64_t count = std::min(piece, out_w - w0);
-                for (int64_t b = 0; b < count; b += kBlock) {
-                    const int points = static_cast<int>(std::min<int64_t>(kBlock, count - b));
-                    RowSourceIndices<T, P>(from_copy, g, w0 + b, points, index);
-                    for (int i = 0; i < points; ++i)
-                        SamplePoint<T, I, P, true, true>(from_copy, copy, index[0][i], index[1][i], index[2][i],
-                                                         by_point + (b + i) * channels, geometry);
-                }
+                SampleRowPoints<T, I, P, true, true>(from_copy, copy, g, w0, count, geometry,
+                                                     [&](int64_t w) { return by_point + w * channels; });
                 TransposePiece<false>(by_point, by_channel, channels, count);
                 for (int64_t c = 0; c < channels; ++c) {
                     T* out_c = out_row + c * out.stride[1] + w0 * out.stride[4];
@@ -362,14 +362,8 @@ void Forward(const ForwardArgs& args) {
                 continue;
             }
         }
-        HWY_ALIGN ComputeType<T> index[3][kBlock];
-        for (int64_t w0 = 0; w0 < out_w; w0 += kBlock) {
-            const int count = static_cast<int>(std::min<int64_t>(kBlock, out_w - w0));
-            RowSourceIndices<T, P>(args, g, w0, count, index);
-            for (int i = 0; i < count; ++i)
-                SamplePoint<T, I, P, kUnitChannels>(args, in_n, index[0][i], index[1][i], index[2][i],
-                                                    out_row + (w0 + i) * out.stride[4], geometry);
-        }
+        SampleRowPoints<T, I, P, kUnitChannels, kUnitChannels>(
+            args, in_n, g, 0, out_w, geometry, [&](int64_t w) { return out_row + w * out.stride[4]; });
     }
 }
 
