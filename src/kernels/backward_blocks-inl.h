@@ -119,7 +119,8 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
 
 // Channels [c_begin, c_end) of a block: (B) for each, and (C) once the last is done. The
 // grid gradient's sums live in the block between calls, channels taken in order.
-template <typename T, bool kGridGrad, typename S = ComputeType<T>>
+// !kScatter: gridGrad alone (GridGradOnly); nothing is scattered and pb.acc may be null.
+template <typename T, bool kGridGrad, bool kScatter = true, typename S = ComputeType<T>>
 HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block, int64_t c_begin, int64_t c_end) {
     const hn::ScalableTag<S> d;
     const int lanes = static_cast<int>(hn::Lanes(d));
@@ -141,11 +142,12 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
     // (B). With C = 0 the input and the accumulator have no data to offset (the grid
     // gradient, zero, is still written below).
     const T* in_n = pb.channels ? pb.in + n * a.input.stride[0] : nullptr;
-    S* acc_n = pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
+    S* acc_n = kScatter && pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
     auto channel_terms = [&](auto all_inside) HWY_ATTR {
         for (int i = 0; i < padded; i += lanes) {
             const auto vg = hn::Load(d, g + i);
-            for (int k = 0; k < 8; ++k) hn::Store(hn::Mul(hn::Load(d, cells.weight[k] + i), vg), d, wg[k] + i);
+            if constexpr (kScatter)
+                for (int k = 0; k < 8; ++k) hn::Store(hn::Mul(hn::Load(d, cells.weight[k] + i), vg), d, wg[k] + i);
             if constexpr (kGridGrad) {
                 auto gx = hn::Load(d, gix + i), gy = hn::Load(d, giy + i), gz = hn::Load(d, giz + i);
                 const decltype(gx) wxs[2] = {hn::Load(d, cells.wx[0] + i), hn::Load(d, cells.wx[1] + i)},
@@ -180,11 +182,12 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
             const T* in_c = in_n + c * a.input.stride[1];
             cells.LoadCorners(in_c, in_base, pb.in_geometry.corner_delta, pb.in_last - (in_c - pb.in), v);
         }
-        S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
         if (cells.all_inside)
             channel_terms(std::true_type{});
         else
             channel_terms(std::false_type{});
+        if constexpr (!kScatter) continue;
+        S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
         if (cells.all_inside && block.whole) {
             for (int i = 0; i < count; ++i) {
                 S* HWY_RESTRICT q = acc_c + acc_base[i];
