@@ -31,9 +31,15 @@ namespace {  // one translation unit: grid_sampler3d_backward.cpp
 struct PointBlock {
     int count = 0;
     int64_t grid[kBlock], grad_output[kBlock], grid_grad[kBlock];
+    // Whether the points are consecutive points of one row, their grid values grid_w apart
+    // (SetRowSegment): PrepareBlock then loads them as a row, in vectors where the row is
+    // packed (LoadGridRow), instead of one point at a time.
+    bool row_segment = false;
+    int64_t grid_w = 0;
 
     // Adds a point by its offsets; returns whether the block is full.
     bool Append(int64_t grid_offset, int64_t grad_output_offset, int64_t grid_grad_offset) {
+        row_segment = false;
         grid[count] = grid_offset;
         grad_output[count] = grad_output_offset;
         grid_grad[count] = grid_grad_offset;
@@ -43,6 +49,13 @@ struct PointBlock {
     bool Append(const RowOffsets& row, int64_t w) {
         return Append(row.grid + w * row.grid_w, row.grad_output + w * row.grad_output_w,
                       row.grid_grad + w * row.grid_grad_w);
+    }
+    // The block becomes points w0 .. w0 + n - 1 of a row (1 <= n <= kBlock).
+    void SetRowSegment(const RowOffsets& row, int64_t w0, int n) {
+        count = 0;
+        for (int i = 0; i < n; ++i) Append(row, w0 + i);
+        row_segment = true;
+        grid_w = row.grid_w;
     }
 };
 
@@ -104,7 +117,10 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
     const bool align = a.options.align_corners;
     HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock];
     const int64_t cs = a.grid.stride[4];
-    LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, cs, count, padded, coord);
+    if (points.row_segment)
+        LoadGridRow(pb.grid + points.grid[0], points.grid_w, cs, count, padded, coord);
+    else
+        LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, cs, count, padded, coord);
     std::copy(points.grad_output, points.grad_output + count, out.grad_output);
     std::copy(points.grid_grad, points.grid_grad + count, out.grid_grad);
     BlockSourceIndices<S, P, true>(coord[0], padded, a.input.size[4], align, ix, out.mx);

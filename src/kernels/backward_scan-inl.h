@@ -194,8 +194,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                         chunk += voxels.inside[i] != 0;
                     }
                 } else {
-                    points.count = 0;
-                    for (int i = 0; i < count; ++i) points.Append(offsets, w0 + i);
+                    points.SetRowSegment(offsets, w0, count);
                     PreparedBlock<S>& prepared = chunked.Next();
                     PrepareBlock<T, P, kGridGrad>(pb, points, prepared);
                     RestrictToSlab(prepared, z_begin, z_end, depth);

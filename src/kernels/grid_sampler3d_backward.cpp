@@ -210,8 +210,7 @@ void GridGradOnly(const Problem<T>& pb) {
                 PointBlock points;
                 PreparedBlock<ComputeType<T>> prepared;
                 for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
-                    points.count = 0;
-                    for (int64_t w = w0; w < std::min<int64_t>(pb.out_w, w0 + kBlock); ++w) points.Append(offsets, w);
+                    points.SetRowSegment(offsets, w0, static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0)));
                     PrepareBlock<T, P, true>(input_only, points, prepared);
                     RunBlock<T, true, false>(input_only, n, prepared, 0, input_only.channels);
                 }
