@@ -441,8 +441,9 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
     const int64_t channels = pb.channels;
     // With C = 0 the input and the accumulator have no data to offset (gridGrad, zero, is
     // still written).
+    // gridGrad alone (GridGradOnly): no accumulator, and blocks that scatter no corner.
     const T* in_n = channels ? pb.in + n * a.input.stride[0] : nullptr;
-    S* acc_n = channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
+    S* acc_n = channels && pb.acc ? pb.acc + n * pb.acc_stride[0] : nullptr;
     const auto* in_base = pb.same_geometry ? block.acc_base : block.in_base;
     const int64_t* acc_delta = pb.acc_geometry.corner_delta;
     const int64_t* in_delta = pb.in_geometry.corner_delta;
@@ -507,7 +508,7 @@ HWY_NOINLINE void RunBlockChannelsLast(D d, const Problem<T>& pb, int64_t n, con
             // Pointers only to corners inside, from the summed offset (a first corner at -1
             // along an axis is not an address in the volume); in_base is set only for gridGrad.
             const bool valid = p.inside[k] && channels;
-            p.acc[k] = valid ? acc_n + (static_cast<int64_t>(block.acc_base[i]) + acc_delta[k]) : nullptr;
+            p.acc[k] = valid && p.scatter[k] ? acc_n + (static_cast<int64_t>(block.acc_base[i]) + acc_delta[k]) : nullptr;
             p.in[k] = kGridGrad && valid ? in_n + (static_cast<int64_t>(in_base[i]) + in_delta[k]) : nullptr;
         }
         const bool all_corners = all_inside && all_scatter;

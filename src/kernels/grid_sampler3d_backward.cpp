@@ -191,14 +191,21 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
 }
 
 // gridGrad alone (outputMask {false, true}): threads split the rows of the grid. Bilinear
-// with the channels apart in blocks, as the full backward computes gridGrad (PrepareBlock,
-// RunBlock without the scatter; the cells' geometry the input's, since inputGrad's view need
-// not be given): point by point, one thread, (1, 1, 128) took 61 ms, about the full
-// backward's time, and (1, 8, 64) 27.7 ms against its 20.5. Else point by point.
+// in blocks, as the full backward computes gridGrad (PrepareBlock, then RunBlock without the
+// scatter, or with 8 channels or more last RunChannelsLastBlock on blocks that scatter no corner;
+// the cells' geometry the input's, since inputGrad's view need not be given). Point by
+// point, one thread, (1, 1, 128) took 61 ms, about the full backward's time, (1, 8, 64)
+// 27.7 ms against its 20.5, and NDHWC (1, 8, 64) 31 ms against 19. Nearest point by point.
+// With the channels last, RunBlock (points in vectors, a channel at a time) serves fewer
+// channels better than the channels-last runner (channels in vectors). A/B, one thread,
+// S = 48, best of 5: C = 4 3.2-4.9 ms against 9.0-9.2, C = 6 5.3-5.6 against 8.3-8.8,
+// C = 8 5.5-8.2 against 5.5-7.2, C = 16 12.2-12.7 against 6.9-7.3.
+constexpr int64_t kGridGradOnlyChannelsLastMin = 8;
+
 template <typename T, Interpolation I, Padding P, bool kUnitChannels>
 void GridGradOnly(const Problem<T>& pb) {
     const int64_t rows = pb.batch * pb.out_d * pb.out_h;
-    if constexpr (I == Interpolation::kBilinear && !kUnitChannels) {
+    if constexpr (I == Interpolation::kBilinear) {
         BackwardArgs args = pb.args;
         args.input_grad = args.input;  // its geometry only: nothing is written through it
         const Problem<T> input_only(args, nullptr, args.input.stride);
@@ -209,10 +216,19 @@ void GridGradOnly(const Problem<T>& pb) {
                 const auto offsets = input_only.Row(n, d, h);
                 PointBlock points;
                 PreparedBlock<ComputeType<T>> prepared;
+                if constexpr (kUnitChannels) {  // no corner scattered, every point's gridGrad written
+                    std::fill(&prepared.scatter[0][0], &prepared.scatter[0][0] + 8 * kBlock, ComputeType<T>(0));
+                    std::fill(prepared.owned, prepared.owned + kBlock, true);
+                }
                 for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
                     points.SetRowSegment(offsets, w0, static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0)));
                     PrepareBlock<T, P, true>(input_only, points, prepared);
-                    RunBlock<T, true, false>(input_only, n, prepared, 0, input_only.channels);
+                    if (kUnitChannels && pb.channels >= kGridGradOnlyChannelsLastMin) {
+                        prepared.whole = false;
+                        RunChannelsLastBlock<T, true>(input_only, n, prepared);
+                    } else {
+                        RunBlock<T, true, false>(input_only, n, prepared, 0, input_only.channels);
+                    }
                 }
             }
             return;
