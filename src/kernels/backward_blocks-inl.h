@@ -35,7 +35,7 @@ struct PointBlock {
     // (SetRowSegment): PrepareBlock then loads them as a row, in vectors where the row is
     // packed (LoadGridRow), instead of one point at a time.
     bool row_segment = false;
-    int64_t grid_w = 0;
+    int64_t grid_w = 0, grad_output_w = 0, grid_grad_w = 0;
 
     // Adds a point by its offsets; returns whether the block is full.
     bool Append(int64_t grid_offset, int64_t grad_output_offset, int64_t grid_grad_offset) {
@@ -55,7 +55,7 @@ struct PointBlock {
         count = 0;
         for (int i = 0; i < n; ++i) Append(row, w0 + i);
         row_segment = true;
-        grid_w = row.grid_w;
+        grid_w = row.grid_w, grad_output_w = row.grad_output_w, grid_grad_w = row.grid_grad_w;
     }
 };
 
@@ -68,6 +68,9 @@ struct PreparedBlock {
     HWY_ALIGN S mx[kBlock], my[kBlock], mz[kBlock];
     HWY_ALIGN Offset acc_base[kBlock], in_base[kBlock];  // in_base: when the geometries differ
     int64_t grad_output[kBlock], grid_grad[kBlock];
+    // Row segments (PointBlock::SetRowSegment) with gradOutput packed along W (unit_grad_output)
+    // and a packed fp32 gridGrad (packed_grid_grad): RunBlock loads and stores them in vectors.
+    bool unit_grad_output = false, packed_grid_grad = false;
     // A scan task's slab (RestrictToSlab): whole, every corner inside is scattered and every
     // gridGrad written; else scatter[k][i] (1 or 0) says which corners, owned[i] which gridGrad.
     bool whole = true;
@@ -123,6 +126,9 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
         LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, cs, count, padded, coord);
     std::copy(points.grad_output, points.grad_output + count, out.grad_output);
     std::copy(points.grid_grad, points.grid_grad + count, out.grid_grad);
+    out.unit_grad_output = points.row_segment && points.grad_output_w == 1;
+    out.packed_grid_grad =
+        std::is_same_v<T, S> && points.row_segment && points.grid_grad_w == 3 && a.grid_grad.stride[4] == 1;
     BlockSourceIndices<S, P, true>(coord[0], padded, a.input.size[4], align, ix, out.mx);
     BlockSourceIndices<S, P, true>(coord[1], padded, a.input.size[3], align, iy, out.my);
     BlockSourceIndices<S, P, true>(coord[2], padded, a.input.size[2], align, iz, out.mz);
@@ -192,7 +198,11 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
     const int64_t* acc_delta = pb.acc_geometry.corner_delta;
     for (int64_t c = c_begin; c < c_end; ++c) {
         const T* gout_c = pb.gout + c * a.grad_output.stride[1];
-        for (int i = 0; i < count; ++i) g[i] = LoadElement(gout_c + block.grad_output[i]);
+        int loaded = 0;
+        if (block.unit_grad_output)
+            for (; loaded + lanes <= count; loaded += lanes)
+                hn::Store(LoadLanes(d, gout_c + block.grad_output[0] + loaded), d, g + loaded);
+        for (int i = loaded; i < count; ++i) g[i] = LoadElement(gout_c + block.grad_output[i]);
         for (int i = count; i < padded; ++i) g[i] = 0;
         if constexpr (kGridGrad) {
             const T* in_c = in_n + c * a.input.stride[1];
@@ -228,7 +238,17 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
     // (C)
     if (kGridGrad && c_end == pb.channels) {
         const int64_t ggs = a.grid_grad.stride[4];
-        for (int i = 0; i < count; ++i) {
+        int i = 0;
+        if constexpr (std::is_same_v<T, S>) {
+            if (block.packed_grid_grad && block.whole) {
+                T* gg = pb.ggrid + block.grid_grad[0];
+                for (; i + lanes <= count; i += lanes)
+                    hn::StoreInterleaved3(hn::Mul(hn::Load(d, block.mx + i), hn::Load(d, gix + i)),
+                                          hn::Mul(hn::Load(d, block.my + i), hn::Load(d, giy + i)),
+                                          hn::Mul(hn::Load(d, block.mz + i), hn::Load(d, giz + i)), d, gg + 3 * i);
+            }
+        }
+        for (; i < count; ++i) {
             if (!block.whole && !block.owned[i]) continue;  // another slab's task writes it
             T* gg = pb.ggrid + block.grid_grad[i];
             StoreElement<T>(block.mx[i] * gix[i], gg);
