@@ -44,6 +44,18 @@ namespace {  // one translation unit: grid_sampler3d_backward.cpp
 //   first corner's plane (clamped into the volume).
 // A row is computed once per slab that it meets.
 
+// A bilinear point's planes from its source index v along D: FloorIndex (-2 far outside, NaN,
+// inf), as BlockCells, then its first corner's plane and the next, clamped into [0, D).
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void BilinearPlanes(D dv, V v, int64_t depth, V* first, V* second) {
+    using S = hn::TFromD<D>;
+    const auto zero = hn::Zero(dv), last_plane = hn::Set(dv, static_cast<S>(depth - 1));
+    const auto near = hn::And(hn::Ge(v, hn::Set(dv, S(-1))), hn::Le(v, hn::Set(dv, static_cast<S>(depth))));
+    const auto z0 = hn::IfThenElse(near, hn::Floor(v), hn::Set(dv, S(-2)));
+    *first = hn::Min(hn::Max(z0, zero), last_plane);
+    *second = hn::Min(hn::Max(hn::Add(z0, hn::Set(dv, S(1))), zero), last_plane);
+}
+
 // A grid row's range of planes along D: bilinear, from its points' first corners' planes to
 // the planes after them, clamped into [0, D) (every point's gridGrad has an owner: the slab
 // of its clamped first plane); nearest, its voxels' planes inside [0, D), or an empty range.
@@ -54,8 +66,7 @@ HWY_INLINE void RowPlanes(const Problem<T>& pb, int64_t n, int64_t d, int64_t h,
     const hn::ScalableTag<S> dv;
     const int lanes = static_cast<int>(hn::Lanes(dv));
     const int64_t depth = pb.args.input.size[2];
-    const auto neg_one = hn::Set(dv, S(-1)), extent = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv),
-               one = hn::Set(dv, S(1)), last_plane = hn::Set(dv, static_cast<S>(depth - 1));
+    const auto neg_one = hn::Set(dv, S(-1)), extent = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv);
     auto low = extent, high = neg_one;  // no plane yet
     ForEachRowBlockDepth<T, P>(pb, n, d, h, [&](int64_t, int count, int padded, const S* iz) HWY_ATTR {
         for (int i = 0; i < padded; i += lanes) {
@@ -67,10 +78,9 @@ HWY_INLINE void RowPlanes(const Problem<T>& pb, int64_t n, int64_t d, int64_t h,
                 const auto valid = hn::And(real, hn::And(near, hn::And(hn::Ge(r, zero), hn::Lt(r, extent))));
                 low = hn::Min(low, hn::IfThenElse(valid, r, extent));
                 high = hn::Max(high, hn::IfThenElse(valid, r, neg_one));
-            } else {  // FloorIndex (-2 far outside, NaN, inf), as BlockCells, then clamped
-                const auto z0 = hn::IfThenElse(near, hn::Floor(v), hn::Set(dv, S(-2)));
-                const auto first = hn::Min(hn::Max(z0, zero), last_plane);
-                const auto second = hn::Min(hn::Max(hn::Add(z0, one), zero), last_plane);
+            } else {
+                hn::Vec<decltype(dv)> first, second;
+                BilinearPlanes(dv, v, depth, &first, &second);
                 low = hn::Min(low, hn::IfThenElse(real, first, extent));
                 high = hn::Max(high, hn::IfThenElse(real, second, neg_one));
             }
@@ -105,6 +115,34 @@ HWY_INLINE void RestrictToSlab(PreparedBlock<S>& block, int64_t z_begin, int64_t
         for (int k = 0; k < 8; ++k) block.scatter[k][i] = (k < 4 ? first_in : second_in) ? cells.inside[k][i] : S(0);
         block.owned[i] = clamped >= begin && clamped < end;
     }
+}
+
+// The points of a bilinear grid row that a scan task's slab [z_begin, z_end) needs (its first
+// corner's plane or the next, clamped as RowPlanes counts them, in the slab), appended to
+// `points` in row order; full() on each full block. For the rows that meet other slabs too:
+// each task then prepares and runs only its points, not the whole row (rows are in order
+// and so are a row's points, so every element's sum keeps its order).
+template <typename T, Padding P, typename Full>
+HWY_INLINE void AppendSlabPoints(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, int64_t z_begin,
+                                 int64_t z_end, PointBlock& points, Full&& full) {
+    using S = ComputeType<T>;
+    const hn::ScalableTag<S> dv;
+    const int lanes = static_cast<int>(hn::Lanes(dv));
+    const int64_t depth = pb.args.input.size[2];
+    const auto begin = hn::Set(dv, static_cast<S>(z_begin)), end = hn::Set(dv, static_cast<S>(z_end));
+    const auto offsets = pb.Row(n, d, h);
+    ForEachRowBlockDepth<T, P>(pb, n, d, h, [&](int64_t w0, int count, int padded, const S* iz) HWY_ATTR {
+        HWY_ALIGN S keep[kBlock];
+        for (int i = 0; i < padded; i += lanes) {
+            hn::Vec<decltype(dv)> first, second;
+            BilinearPlanes(dv, hn::Load(dv, iz + i), depth, &first, &second);
+            const auto in_slab = hn::Or(hn::And(hn::Ge(first, begin), hn::Lt(first, end)),
+                                        hn::And(hn::Ge(second, begin), hn::Lt(second, end)));
+            hn::Store(hn::IfThenElseZero(in_slab, hn::Set(dv, S(1))), dv, keep + i);
+        }
+        for (int i = 0; i < count; ++i)
+            if (keep[i] != 0 && points.Append(offsets, w0 + i)) full();
+    });
 }
 
 // Any channel strides: nearest addresses each channel by its stride, and bilinear with one
@@ -180,9 +218,27 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
             if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)
                 continue;
             const auto offsets = pb.Row(n, row / pb.out_h, row % pb.out_h);
-            for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
-                const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
-                if constexpr (I == Interpolation::kNearest) {
+            if constexpr (I == Interpolation::kBilinear) {
+                auto run_block = [&] {
+                    PreparedBlock<S>& prepared = chunked.Next();
+                    PrepareBlock<T, P, kGridGrad>(pb, points, prepared);
+                    RestrictToSlab(prepared, z_begin, z_end, depth);
+                    chunked.Add();
+                    points.count = 0;
+                };
+                if (ws.row_lowest[r] < z_begin || ws.row_highest[r] >= z_end) {  // the row meets other slabs
+                    points.count = 0;
+                    AppendSlabPoints<T, P>(pb, n, row / pb.out_h, row % pb.out_h, z_begin, z_end, points, run_block);
+                    if (points.count) run_block();
+                    continue;
+                }
+                for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
+                    points.SetRowSegment(offsets, w0, static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0)));
+                    run_block();
+                }
+            } else {
+                for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
+                    const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
                     const int padded = (count + lanes - 1) / lanes * lanes;
                     LoadGridRow(pb.grid + offsets.grid + w0 * offsets.grid_w, offsets.grid_w, a.grid.stride[4], count,
                                 padded, coord);
@@ -193,12 +249,6 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                         gout_offset[chunk] = offsets.grad_output + (w0 + i) * offsets.grad_output_w;
                         chunk += voxels.inside[i] != 0;
                     }
-                } else {
-                    points.SetRowSegment(offsets, w0, count);
-                    PreparedBlock<S>& prepared = chunked.Next();
-                    PrepareBlock<T, P, kGridGrad>(pb, points, prepared);
-                    RestrictToSlab(prepared, z_begin, z_end, depth);
-                    chunked.Add();
                 }
             }
         }
