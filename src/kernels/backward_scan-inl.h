@@ -169,8 +169,13 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
             spans += ws.row_highest[task] - ws.row_lowest[task] + 1;
             ++spanning_rows;
         }
-        if constexpr (I == Interpolation::kNearest && kGridGrad)  // piecewise constant
-            for (int64_t w = 0; w < pb.out_w; ++w) pb.WriteGridGrad(n, d, h, w, 0, 0, 0);
+        if constexpr (I == Interpolation::kNearest && kGridGrad) {  // piecewise constant: zeros
+            const View5& gg = a.grid_grad;
+            if (gg.stride[4] == 1 && gg.stride[3] == 3 && pb.out_w > 0)  // a packed row: one fill
+                std::fill_n(pb.GridGradPoint(n, d, h, 0), 3 * pb.out_w, FromCompute<T>(S(0)));
+            else
+                for (int64_t w = 0; w < pb.out_w; ++w) pb.WriteGridGrad(n, d, h, w, 0, 0, 0);
+        }
     }
     const int64_t average_span = spanning_rows ? (spans + spanning_rows - 1) / spanning_rows : 1;
     if (4 * average_span > depth && depth > 4) return false;
