@@ -42,7 +42,8 @@ namespace {  // one translation unit: grid_sampler3d_backward.cpp
 //   voxels in the slab, scattered channel by channel; bilinear, PrepareBlock, the corners in
 //   the slab (RestrictToSlab), RunPreparedBlock, gridGrad written by the task of the point's
 //   first corner's plane (clamped into the volume).
-// A row is computed once per slab that it meets.
+// A row that meets several slabs gives each task only the points its slab needs
+// (AppendSlabPoints).
 
 // A bilinear point's planes from its source index v along D: FloorIndex (-2 far outside, NaN,
 // inf), as BlockCells, then its first corner's plane and the next, clamped into [0, D).
