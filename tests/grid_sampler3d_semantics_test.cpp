@@ -344,6 +344,46 @@ TEST(Layouts, ChannelsLastInputWithGradOutputChannelsApart) {
                 }
 }
 
+// gridGrad alone (outputMask {false, true}) over rows long enough for whole vectors and a
+// tail (37 points: the blocks' vector loads of gradOutput and stores of gridGrad), with the
+// channels apart and last, below and from 8 channels (the channels-last runner's threshold
+// there), every padding, against the double reference; inputGrad left as it was.
+TEST(OutputMask, GridGradAloneOverFullRows) {
+    std::mt19937 rng(71);
+    for (aclDataType type : {ACL_FLOAT, ACL_DOUBLE, ACL_FLOAT16})
+        for (bool channels_last : {false, true})
+            for (int64_t c : {1, 4, 8, 16})
+                for (int padding : {0, 1, 2})
+                    for (bool align : {false, true}) {
+                        const RefOptions options{0, padding, align};
+                        const int64_t n = 1, d = 4, h = 5, w = 37, od = 3, oh = 2, ow = 37;
+                        const aclFormat format = channels_last ? ACL_FORMAT_NDHWC : ACL_FORMAT_NCDHW;
+                        TestTensor grad(VolumeDims(n, c, od, oh, ow, channels_last), type, format),
+                            input(VolumeDims(n, c, d, h, w, channels_last), type, format),
+                            grid({n, od, oh, ow, 3}, type),
+                            input_grad(VolumeDims(n, c, d, h, w, channels_last), type, format),
+                            grid_grad({n, od, oh, ow, 3}, type);
+                        const Array5 grad_values = RandomArray(rng, n, c, od, oh, ow),
+                                     input_values = RandomArray(rng, n, c, d, h, w),
+                                     grid_values = NearIdentityGrid(rng, n, od, oh, ow, 0.2);
+                        StoreVolume(grad_values, channels_last, &grad);
+                        StoreVolume(input_values, channels_last, &input);
+                        StoreGrid(grid_values, &grid);
+                        input_grad.Fill(7);
+                        ASSERT_EQ(RunBackward(grad.get(), input.get(), grid.get(), options, std::vector<bool>{false, true},
+                                              input_grad.get(), grid_grad.get()),
+                                  ACLNN_SUCCESS);
+                        Array5 expected_input_grad, expected_grid_grad;
+                        ReferenceBackward(grad_values, input_values, grid_values, options, &expected_input_grad,
+                                          &expected_grid_grad);
+                        const std::string where = std::string(DtypeName(type)) + (channels_last ? " NDHWC" : " NCDHW") +
+                                                  " C " + std::to_string(c) + " padding " + std::to_string(padding) +
+                                                  (align ? " aligned" : "");
+                        EXPECT_EQ(CompareArrays(LoadGrid(grid_grad), expected_grid_grad, type), "") << where;
+                        EXPECT_TRUE(AllEqual(input_grad, 7)) << where;
+                    }
+}
+
 // The value of `type` (fp16 or bf16) nearest to x, ties to the even bit pattern, found among
 // all of the type's finite values as the tests decode them: independent of the library's
 // conversions. x lies well inside the type's range here.
