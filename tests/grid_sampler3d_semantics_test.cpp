@@ -302,6 +302,35 @@ TEST(LargerProblems, ChannelsLastBackwardOfOtherLayoutsMatchesReference) {
                 }
 }
 
+// A backward problem on a near-identity grid with volumes laid out channels apart (NCDHW)
+// or last (NDHWC), gradOutput in `grad_layout`; inputGrad starts as 7 everywhere.
+struct LayoutCase {
+    TestTensor grad, input, grid, input_grad, grid_grad;
+    Array5 grad_values, input_values, grid_values;
+    LayoutCase(std::mt19937& rng, aclDataType type, bool channels_last, Layout grad_layout, int64_t n, int64_t c,
+               int64_t d, int64_t h, int64_t w, int64_t od, int64_t oh, int64_t ow, double noise)
+        : grad(VolumeDims(n, c, od, oh, ow, channels_last), type, Format(channels_last), grad_layout),
+          input(VolumeDims(n, c, d, h, w, channels_last), type, Format(channels_last)),
+          grid({n, od, oh, ow, 3}, type),
+          input_grad(VolumeDims(n, c, d, h, w, channels_last), type, Format(channels_last)),
+          grid_grad({n, od, oh, ow, 3}, type),
+          grad_values(RandomArray(rng, n, c, od, oh, ow)),
+          input_values(RandomArray(rng, n, c, d, h, w)),
+          grid_values(NearIdentityGrid(rng, n, od, oh, ow, noise)) {
+        StoreVolume(grad_values, channels_last, &grad);
+        StoreVolume(input_values, channels_last, &input);
+        StoreGrid(grid_values, &grid);
+        input_grad.Fill(7);
+    }
+    static aclFormat Format(bool channels_last) { return channels_last ? ACL_FORMAT_NDHWC : ACL_FORMAT_NCDHW; }
+    aclnnStatus Run(const RefOptions& options, std::vector<bool> mask) {
+        return RunBackward(grad.get(), input.get(), grid.get(), options, mask, input_grad.get(), grid_grad.get());
+    }
+    void Expected(const RefOptions& options, Array5* expected_input_grad, Array5* expected_grid_grad) const {
+        ReferenceBackward(grad_values, input_values, grid_values, options, expected_input_grad, expected_grid_grad);
+    }
+};
+
 // Input and inputGrad channels last, gradOutput's channels apart (a reversed NDHWC view:
 // channel stride N * oD * oH * oW): the channel-stride-1 kernels gather gradOutput, and so
 // must their point by point paths (gridGrad alone runs only those; the fuzzer found them
@@ -314,33 +343,17 @@ TEST(Layouts, ChannelsLastInputWithGradOutputChannelsApart) {
             for (int64_t c : {1, 3, 8, 19})
                 for (bool input_grad_wanted : {false, true}) {
                     const RefOptions options{interpolation, 0, false};
-                    const int64_t n = 2, d = 5, h = 6, w = 7, od = 4, oh = 3, ow = 9;
-                    TestTensor grad(VolumeDims(n, c, od, oh, ow, true), type, ACL_FORMAT_NDHWC, Layout::kReversed),
-                        input(VolumeDims(n, c, d, h, w, true), type, ACL_FORMAT_NDHWC),
-                        grid({n, od, oh, ow, 3}, type),
-                        input_grad(VolumeDims(n, c, d, h, w, true), type, ACL_FORMAT_NDHWC),
-                        grid_grad({n, od, oh, ow, 3}, type);
-                    const Array5 grad_values = RandomArray(rng, n, c, od, oh, ow),
-                                 input_values = RandomArray(rng, n, c, d, h, w),
-                                 grid_values = NearIdentityGrid(rng, n, od, oh, ow, 0.1);
-                    StoreVolume(grad_values, true, &grad);
-                    StoreVolume(input_values, true, &input);
-                    StoreGrid(grid_values, &grid);
-                    input_grad.Fill(7);
-                    ASSERT_EQ(RunBackward(grad.get(), input.get(), grid.get(), options,
-                                          std::vector<bool>{input_grad_wanted, true}, input_grad.get(),
-                                          grid_grad.get()),
-                              ACLNN_SUCCESS);
+                    LayoutCase lc(rng, type, true, Layout::kReversed, 2, c, 5, 6, 7, 4, 3, 9, 0.1);
+                    ASSERT_EQ(lc.Run(options, {input_grad_wanted, true}), ACLNN_SUCCESS);
                     Array5 expected_input_grad, expected_grid_grad;
-                    ReferenceBackward(grad_values, input_values, grid_values, options, &expected_input_grad,
-                                      &expected_grid_grad);
+                    lc.Expected(options, &expected_input_grad, &expected_grid_grad);
                     const std::string where = std::string(DtypeName(type)) + (interpolation ? " nearest" : " bilinear") +
                                               " C " + std::to_string(c) + (input_grad_wanted ? " with inputGrad" : "");
-                    EXPECT_EQ(CompareArrays(LoadGrid(grid_grad), expected_grid_grad, type), "") << where;
+                    EXPECT_EQ(CompareArrays(LoadGrid(lc.grid_grad), expected_grid_grad, type), "") << where;
                     if (input_grad_wanted)
-                        EXPECT_EQ(CompareArrays(LoadVolume(input_grad, true), expected_input_grad, type), "") << where;
+                        EXPECT_EQ(CompareArrays(LoadVolume(lc.input_grad, true), expected_input_grad, type), "") << where;
                     else
-                        EXPECT_TRUE(AllEqual(input_grad, 7)) << where;
+                        EXPECT_TRUE(AllEqual(lc.input_grad, 7)) << where;
                 }
 }
 
@@ -356,31 +369,15 @@ TEST(OutputMask, GridGradAloneOverFullRows) {
                 for (int padding : {0, 1, 2})
                     for (bool align : {false, true}) {
                         const RefOptions options{0, padding, align};
-                        const int64_t n = 1, d = 4, h = 5, w = 37, od = 3, oh = 2, ow = 37;
-                        const aclFormat format = channels_last ? ACL_FORMAT_NDHWC : ACL_FORMAT_NCDHW;
-                        TestTensor grad(VolumeDims(n, c, od, oh, ow, channels_last), type, format),
-                            input(VolumeDims(n, c, d, h, w, channels_last), type, format),
-                            grid({n, od, oh, ow, 3}, type),
-                            input_grad(VolumeDims(n, c, d, h, w, channels_last), type, format),
-                            grid_grad({n, od, oh, ow, 3}, type);
-                        const Array5 grad_values = RandomArray(rng, n, c, od, oh, ow),
-                                     input_values = RandomArray(rng, n, c, d, h, w),
-                                     grid_values = NearIdentityGrid(rng, n, od, oh, ow, 0.2);
-                        StoreVolume(grad_values, channels_last, &grad);
-                        StoreVolume(input_values, channels_last, &input);
-                        StoreGrid(grid_values, &grid);
-                        input_grad.Fill(7);
-                        ASSERT_EQ(RunBackward(grad.get(), input.get(), grid.get(), options, std::vector<bool>{false, true},
-                                              input_grad.get(), grid_grad.get()),
-                                  ACLNN_SUCCESS);
+                        LayoutCase lc(rng, type, channels_last, Layout::kContiguous, 1, c, 4, 5, 37, 3, 2, 37, 0.2);
+                        ASSERT_EQ(lc.Run(options, {false, true}), ACLNN_SUCCESS);
                         Array5 expected_input_grad, expected_grid_grad;
-                        ReferenceBackward(grad_values, input_values, grid_values, options, &expected_input_grad,
-                                          &expected_grid_grad);
+                        lc.Expected(options, &expected_input_grad, &expected_grid_grad);
                         const std::string where = std::string(DtypeName(type)) + (channels_last ? " NDHWC" : " NCDHW") +
                                                   " C " + std::to_string(c) + " padding " + std::to_string(padding) +
                                                   (align ? " aligned" : "");
-                        EXPECT_EQ(CompareArrays(LoadGrid(grid_grad), expected_grid_grad, type), "") << where;
-                        EXPECT_TRUE(AllEqual(input_grad, 7)) << where;
+                        EXPECT_EQ(CompareArrays(LoadGrid(lc.grid_grad), expected_grid_grad, type), "") << where;
+                        EXPECT_TRUE(AllEqual(lc.input_grad, 7)) << where;
                     }
 }
 

@@ -124,14 +124,13 @@ HWY_INLINE void RestrictToSlab(PreparedBlock<S>& block, int64_t z_begin, int64_t
 // each task then prepares and runs only its points, not the whole row (rows are in order
 // and so are a row's points, so every element's sum keeps its order).
 template <typename T, Padding P, typename Full>
-HWY_INLINE void AppendSlabPoints(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, int64_t z_begin,
-                                 int64_t z_end, PointBlock& points, Full&& full) {
+HWY_INLINE void AppendSlabPoints(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, const RowOffsets& offsets,
+                                 int64_t z_begin, int64_t z_end, PointBlock& points, Full&& full) {
     using S = ComputeType<T>;
     const hn::ScalableTag<S> dv;
     const int lanes = static_cast<int>(hn::Lanes(dv));
     const int64_t depth = pb.args.input.size[2];
     const auto begin = hn::Set(dv, static_cast<S>(z_begin)), end = hn::Set(dv, static_cast<S>(z_end));
-    const auto offsets = pb.Row(n, d, h);
     ForEachRowBlockDepth<T, P>(pb, n, d, h, [&](int64_t w0, int count, int padded, const S* iz) HWY_ATTR {
         HWY_ALIGN S keep[kBlock];
         for (int i = 0; i < padded; i += lanes) {
@@ -234,7 +233,8 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                 };
                 if (ws.row_lowest[r] < z_begin || ws.row_highest[r] >= z_end) {  // the row meets other slabs
                     points.count = 0;
-                    AppendSlabPoints<T, P>(pb, n, row / pb.out_h, row % pb.out_h, z_begin, z_end, points, run_block);
+                    AppendSlabPoints<T, P>(pb, n, row / pb.out_h, row % pb.out_h, offsets, z_begin, z_end, points,
+                                           run_block);
                     if (points.count) run_block();
                     continue;
                 }
