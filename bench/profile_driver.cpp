@@ -3,6 +3,12 @@
 // Usage: profile_driver forward|backward S [C] [dtype fp32|fp16|bf16] [repeats] [noise] [mask 11|10|01]
 //                       [mode 0 bilinear|1 nearest] [padding 0 zeros|1 border|2 reflection]
 //                       [layout ncdhw|ndhwc (channels-last strided NCDHW views of input, gradOutput, output)]
+//                       [N] [caches hot|cold (cold: 64 MiB written before every call, which evicts
+//                        the data from every cache level, as when the data was last touched long ago
+//                        or another program ran in between; the Python benchmark's calls in turn
+//                        with PyTorch's see caches like that)]
+// Prints the best and the median time of the calls.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +33,8 @@ int main(int argc, char** argv) {
     const std::string mask_text = argc > 7 ? argv[7] : "11";
     const int64_t mode = argc > 8 ? std::atoll(argv[8]) : 0, padding = argc > 9 ? std::atoll(argv[9]) : 0;
     const bool channels_last = argc > 10 && std::string(argv[10]) == "ndhwc";
+    const int64_t batch = argc > 11 ? std::atoll(argv[11]) : 1;
+    const bool cold = argc > 12 && std::string(argv[12]) == "cold";
     bool mask_values[2] = {mask_text[0] == '1', mask_text[1] == '1'};
     aclBoolArray* mask = aclCreateBoolArray(mask_values, 2);
     const aclDataType type = type_name == "fp16" ? ACL_FLOAT16 : type_name == "bf16" ? ACL_BF16 : ACL_FLOAT;
@@ -35,23 +43,23 @@ int main(int argc, char** argv) {
     aclrtSetDevice(0);
     aclrtStream stream;
     aclrtCreateStream(&stream);
-    const int64_t vol = c * s * s * s, pts = s * s * s;
+    const int64_t vol = batch * c * s * s * s, pts = batch * s * s * s;
     std::vector<float> input(vol), grad(vol), grid(pts * 3);
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1, 1);
     std::normal_distribution<float> noise(0, noise_sigma > 0 ? noise_sigma : 1e-30f);
     for (auto& v : input) v = u(rng);
     for (auto& v : grad) v = u(rng);
-    for (int64_t z = 0; z < s; ++z)
+    for (int64_t z = 0; z < batch * s; ++z)  // the batch items' depths one after another
         for (int64_t y = 0; y < s; ++y)
             for (int64_t x = 0; x < s; ++x) {
                 float* g = &grid[((z * s + y) * s + x) * 3];
                 g[0] = (2 * x + 1) / float(s) - 1 + noise(rng);
                 g[1] = (2 * y + 1) / float(s) - 1 + noise(rng);
-                g[2] = (2 * z + 1) / float(s) - 1 + noise(rng);
+                g[2] = (2 * (z % s) + 1) / float(s) - 1 + noise(rng);
             }
     // fp16/bf16 data: the same values converted into the front of the fp32 storage (below).
-    const int64_t vdims[5] = {1, c, s, s, s}, gdims[5] = {1, s, s, s, 3}, vstore[1] = {vol}, gstore[1] = {pts * 3};
+    const int64_t vdims[5] = {batch, c, s, s, s}, gdims[5] = {batch, s, s, s, 3}, vstore[1] = {vol}, gstore[1] = {pts * 3};
     std::vector<char> out(vol * es), input_grad(vol * es), grid_grad(pts * 3 * es);
     // Volumes: contiguous NCDHW, or channels-last strides over the same storage (the values
     // differ, which does not matter for timing).
@@ -80,11 +88,13 @@ int main(int argc, char** argv) {
                 reinterpret_cast<uint16_t*>(v->data())[i] = bits;
             }
     }
-    double best = 1e9;
+    std::vector<double> times;
+    std::vector<char> evict(cold ? 64 << 20 : 0);
     std::vector<char> ws;  // kept across calls, as a caller (and bench.py) keeps its workspace
     for (int r = 0; r < repeats; ++r) {
         uint64_t size = 0;
         aclOpExecutor* ex = nullptr;
+        std::fill(evict.begin(), evict.end(), static_cast<char>(r));
         const auto start = std::chrono::steady_clock::now();
         aclnnStatus st;
         if (op == "forward") {
@@ -102,10 +112,12 @@ int main(int argc, char** argv) {
             std::printf("failed %d: %s\n", st, aclGetRecentErrMsg());
             return 1;
         }
-        best = std::min(best, ms);
+        times.push_back(ms);
     }
-    std::printf("%s S=%lld C=%lld %s%s: best %.2f ms\n", op.c_str(), (long long)s, (long long)c, type_name.c_str(),
-                channels_last ? " ndhwc" : "", best);
+    std::sort(times.begin(), times.end());
+    std::printf("%s N=%lld S=%lld C=%lld %s%s%s: best %.2f ms, median %.2f ms\n", op.c_str(), (long long)batch,
+                (long long)s, (long long)c, type_name.c_str(), channels_last ? " ndhwc" : "", cold ? " cold" : "",
+                times.front(), times[times.size() / 2]);
     aclFinalize();
     return 0;
 }

@@ -8,6 +8,7 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/grid_sampler3d_forward.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "kernels/channels_last_copy-inl.h"
@@ -222,15 +223,32 @@ HWY_INLINE void StoreNearestChannel(const BlockVoxels<S>& voxels, const T* in_c,
     }
 }
 
+// Asks for the lines of a block's voxels in in_c (outside points: element 0) to be brought
+// into the caches: the gathers' addresses are known a sweep step ahead, which the hardware
+// prefetchers cannot guess (with a noisy grid they jump between rows and planes).
+template <typename T, typename S>
+HWY_INLINE void PrefetchVoxels(const BlockVoxels<S>& voxels, const T* in_c) {
+    for (int i = 0; i < voxels.count; ++i) hwy::Prefetch(in_c + voxels.offset[i]);
+}
+
 // Nearest with the channels apart (NCDHW): the grid's row segments taken kNearestChunk
 // blocks at a time, in grid order; the chunk's voxels found once, then channel after channel
-// every block of the chunk gathered and stored. Why channel after channel: a point's
-// channels lie in C volumes, so point by point each step touches C distant lines of the
+// every block of the chunk gathered and stored, each block's voxels prefetched
+// kNearestPrefetchAhead blocks before (in the sweep over channels and blocks). Why channel
+// after channel: a point's channels lie in C volumes, so point by point each step touches C distant lines of the
 // input and C of the output, more streams than the prefetchers follow (one thread,
 // (1, 32, 48): as slow without noise as with it); one channel over a chunk reads a few
 // planes' rows of one volume and writes one run of the output. Every output element is
 // still written by one thread, from the same voxel.
 constexpr int kNearestChunk = 64;
+// Measured with the data cold, as in the benchmark (each call right after PyTorch's on the
+// same data; median of 9, three runs alternating the builds), no prefetch against 4 blocks
+// ahead: two threads (2, 8, 64) 5.4-6.1 -> 3.2-6.3 ms, (1, 4, 96) 8.8-11.7 -> 7.1-7.8,
+// (1, 32, 48) 4.9-6.3 -> 2.9-4.0, (1, 1, 128) 6.9-9.7 -> 7.0-8.5; one thread (2, 8, 64)
+// 10.3-10.8 -> 5.8-6.2, (1, 4, 96) 10.9-11.5 -> 8.2-8.3. (0, 2, 4 and 8 blocks ahead, one
+// thread, best of 10: (1, 4, 96) 10.9-12.2, 6.8-7.3, 8.8-9.1, 8.2-9.1 ms.) With the data hot
+// in the caches, two threads, (1, 32, 48) loses: 1.5-1.7 -> 1.8-1.9 ms.
+constexpr int64_t kNearestPrefetchAhead = 4;
 
 template <typename T, Padding P>
 void NearestForwardInChunks(const ForwardArgs& args, const TrilinearGeometry& geometry) {
@@ -267,10 +285,17 @@ void NearestForwardInChunks(const ForwardArgs& args, const TrilinearGeometry& ge
             block[b] = {in_data + n * in.stride[0],
                         out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3] + w * out_ws};
         }
+        // The sweep's step (c, b), and kNearestPrefetchAhead steps ahead the voxels to prefetch.
         for (int64_t c = 0; c < in.size[1]; ++c)
-            for (int b = 0; b < count; ++b)
+            for (int b = 0; b < count; ++b) {
+                const int64_t ahead = c * count + b + kNearestPrefetchAhead;
+                if (ahead < in.size[1] * count) {
+                    const int64_t ahead_c = ahead / count, ahead_b = ahead % count;
+                    PrefetchVoxels(voxels[ahead_b], block[ahead_b].in_n + ahead_c * in.stride[1]);
+                }
                 StoreNearestChannel<T>(voxels[b], block[b].in_n + c * in.stride[1], block[b].out_first + c * out.stride[1],
                                        out_ws);
+            }
     }
 }
 
