@@ -3,10 +3,12 @@
 // Usage: profile_driver forward|backward S [C] [dtype fp32|fp16|bf16] [repeats] [noise] [mask 11|10|01]
 //                       [mode 0 bilinear|1 nearest] [padding 0 zeros|1 border|2 reflection]
 //                       [layout ncdhw|ndhwc (channels-last strided NCDHW views of input, gradOutput, output)]
-//                       [N] [caches hot|cold (cold: 64 MiB written before every call, which evicts
-//                        the data from every cache level, as when the data was last touched long ago
-//                        or another program ran in between; the Python benchmark's calls in turn
-//                        with PyTorch's see caches like that)]
+//                       [N] [state hot|cold|busy before every call: hot, nothing (back to back);
+//                        cold, 64 MiB written, which evicts the data from every cache level;
+//                        busy, this thread spins 100 ms with the other cores idle, as while
+//                        PyTorch's kernel ran on one thread before the call in the Python
+//                        benchmark (on the 2-vCPU host, calls at two threads then ran up to 2x
+//                        slower, which neither the cold caches nor a sleep reproduced)]
 // Prints the best and the median time of the calls.
 #include <algorithm>
 #include <chrono>
@@ -35,6 +37,7 @@ int main(int argc, char** argv) {
     const bool channels_last = argc > 10 && std::string(argv[10]) == "ndhwc";
     const int64_t batch = argc > 11 ? std::atoll(argv[11]) : 1;
     const bool cold = argc > 12 && std::string(argv[12]) == "cold";
+    const bool busy = argc > 12 && std::string(argv[12]) == "busy";
     bool mask_values[2] = {mask_text[0] == '1', mask_text[1] == '1'};
     aclBoolArray* mask = aclCreateBoolArray(mask_values, 2);
     const aclDataType type = type_name == "fp16" ? ACL_FLOAT16 : type_name == "bf16" ? ACL_BF16 : ACL_FLOAT;
@@ -95,6 +98,11 @@ int main(int argc, char** argv) {
         uint64_t size = 0;
         aclOpExecutor* ex = nullptr;
         std::fill(evict.begin(), evict.end(), static_cast<char>(r));
+        if (busy) {
+            const auto t = std::chrono::steady_clock::now();
+            while (std::chrono::steady_clock::now() - t < std::chrono::milliseconds(100)) {
+            }
+        }
         const auto start = std::chrono::steady_clock::now();
         aclnnStatus st;
         if (op == "forward") {
