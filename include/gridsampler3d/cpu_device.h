@@ -18,7 +18,9 @@ extern "C" {
  * The number of threads each kernel launched from now on uses, process-wide and for every
  * stream. 0 restores the default: OMP_NUM_THREADS, or else OpenMP's default (one per core).
  * A negative count is ACL_ERROR_INVALID_PARAM. Results do not depend on it (the work split
- * depends on the shape only). Needs no aclInit.
+ * depends on the shape only). Needs no aclInit. Where the count equals the number of CPUs
+ * the process may run on (2 or more), each stream's threads are bound one per CPU, unless
+ * the environment has GRIDSAMPLER3D_BIND_THREADS=0 or OMP_PROC_BIND (OpenMP's binding).
  */
 ACL_FUNC_VISIBILITY aclError gs3dSetNumThreads(int32_t numThreads);
 

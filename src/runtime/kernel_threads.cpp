@@ -2,9 +2,13 @@
 #include "runtime/kernel_threads.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "gridsampler3d/cpu_device.h"
@@ -31,14 +35,49 @@ int WantedThreadCount() {
     return requested > 0 ? requested : DefaultThreadCount();
 }
 
+// GRIDSAMPLER3D_BIND_THREADS=0 turns the binding below off; OpenMP's own (OMP_PROC_BIND)
+// replaces it.
+bool BindingWanted() {
+    static const bool wanted = [] {
+        const char* setting = std::getenv("GRIDSAMPLER3D_BIND_THREADS");
+        return !(setting && std::strcmp(setting, "0") == 0) && omp_get_proc_bind() == omp_proc_bind_false;
+    }();
+    return wanted;
+}
+
 }  // namespace
+
+bool PlaceTeam(int threads, const cpu_set_t& allowed, bool wanted) {
+    const bool bind = wanted && threads >= 2 && CPU_COUNT(&allowed) == threads;
+    int cpus[CPU_SETSIZE];
+    int count = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && bind; ++cpu)
+        if (CPU_ISSET(cpu, &allowed)) cpus[count++] = cpu;
+    bool placed = true;
+#pragma omp parallel num_threads(threads) reduction(&& : placed)
+    {
+        cpu_set_t place;
+        if (bind) {
+            CPU_ZERO(&place);
+            CPU_SET(cpus[omp_get_thread_num()], &place);
+        } else {
+            place = allowed;
+        }
+        placed = pthread_setaffinity_np(pthread_self(), sizeof place, &place) == 0;
+    }
+    return bind && placed;
+}
 
 void ApplyKernelThreadCount() {
     thread_local int applied = 0;
+    thread_local bool have_allowed = false;
+    thread_local cpu_set_t allowed;  // the worker's CPUs before any binding
     const int wanted = WantedThreadCount();
     if (wanted != applied) {
         omp_set_num_threads(wanted);
         applied = wanted;
+        if (!have_allowed) have_allowed = pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed) == 0;
+        if (have_allowed && BindingWanted()) PlaceTeam(wanted, allowed, true);
     }
 }
 

@@ -9,8 +9,11 @@
 #include <vector>
 
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include "gridsampler3d/cpu_device.h"
+#include "runtime/kernel_threads.h"
 #include "runtime/stream.h"
 
 namespace gs3d {
@@ -92,6 +95,48 @@ TEST(Stream, KernelThreadCountReachesTheWorker) {
     int32_t reported = 0;
     ASSERT_EQ(gs3dGetNumThreads(&reported), ACL_SUCCESS);
     EXPECT_EQ(reported, default_count);
+}
+
+// Each member's CPUs after a team of `threads` was placed, seen from a later region of the
+// same thread (OpenMP keeps the team's threads for it).
+std::vector<cpu_set_t> MemberCpus(int threads) {
+    std::vector<cpu_set_t> cpus(threads);
+#pragma omp parallel num_threads(threads)
+    pthread_getaffinity_np(pthread_self(), sizeof(cpu_set_t), &cpus[omp_get_thread_num()]);
+    return cpus;
+}
+
+// PlaceTeam binds one member per CPU where the team takes every allowed CPU, puts the members
+// back on all of them after, and leaves them on all of them where the team is larger or
+// binding is not wanted. On a fresh thread: its OpenMP team is its own.
+TEST(Stream, PlaceTeamBindsOneMemberPerAllowedCpu) {
+    std::thread([] {
+        cpu_set_t allowed;
+        ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed), 0);
+        const int count = CPU_COUNT(&allowed);
+        EXPECT_EQ(PlaceTeam(count, allowed, true), count >= 2);
+        if (count >= 2) {
+            cpu_set_t seen;
+            CPU_ZERO(&seen);
+            for (const cpu_set_t& member : MemberCpus(count)) {
+                cpu_set_t own = member;
+                EXPECT_EQ(CPU_COUNT(&own), 1);
+                CPU_AND(&own, &own, &allowed);
+                EXPECT_EQ(CPU_COUNT(&own), 1) << "bound outside the allowed CPUs";
+                cpu_set_t both;
+                CPU_AND(&both, &own, &seen);
+                EXPECT_EQ(CPU_COUNT(&both), 0) << "two members on one CPU";
+                CPU_OR(&seen, &seen, &own);
+            }
+            EXPECT_TRUE(CPU_EQUAL(&seen, &allowed));
+        }
+        // Undone, then never bound: a team larger than the CPUs, or binding not wanted.
+        EXPECT_FALSE(PlaceTeam(count, allowed, false));
+        for (const cpu_set_t& member : MemberCpus(count)) EXPECT_TRUE(CPU_EQUAL(&member, &allowed));
+        EXPECT_FALSE(PlaceTeam(count + 1, allowed, true));
+        for (const cpu_set_t& member : MemberCpus(count + 1)) EXPECT_TRUE(CPU_EQUAL(&member, &allowed));
+        EXPECT_FALSE(PlaceTeam(1, allowed, true));
+    }).join();
 }
 
 TEST(Stream, KernelThreadCountRefusesBadArguments) {
