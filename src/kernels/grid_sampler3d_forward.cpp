@@ -235,11 +235,11 @@ HWY_INLINE void PrefetchVoxels(const BlockVoxels<S>& voxels, const T* in_c) {
 // blocks at a time, in grid order; the chunk's voxels found once, then channel after channel
 // every block of the chunk gathered and stored, each block's voxels prefetched
 // kNearestPrefetchAhead blocks before (in the sweep over channels and blocks). Why channel
-// after channel: a point's channels lie in C volumes, so point by point each step touches C distant lines of the
-// input and C of the output, more streams than the prefetchers follow (one thread,
-// (1, 32, 48): as slow without noise as with it); one channel over a chunk reads a few
-// planes' rows of one volume and writes one run of the output. Every output element is
-// still written by one thread, from the same voxel.
+// after channel: a point's channels lie in C volumes, so point by point each step touches
+// C distant lines of the input and C of the output, more streams than the prefetchers
+// follow (one thread, (1, 32, 48): as slow without noise as with it); one channel over a
+// chunk reads a few planes' rows of one volume and writes one run of the output. Every
+// output element is still written by one thread, from the same voxel.
 constexpr int kNearestChunk = 64;
 // Measured with the data cold, as in the benchmark (each call right after PyTorch's on the
 // same data; median of 9, three runs alternating the builds), no prefetch against 4 blocks

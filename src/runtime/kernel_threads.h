@@ -18,8 +18,8 @@ void ApplyKernelThreadCount();
 // it bound the members one per CPU.
 // Why: on a 2-vCPU virtual machine, after the caller's thread had run alone for a while (a
 // single-threaded PyTorch kernel, or Python code) the guest's scheduler kept a worker's two
-// threads on one vCPU for much of the next call: (1, 32, 48) backward, two threads, 28-31 ms
-// against 16 ms back to back. One thread per CPU: 16-18 ms.
+// threads on one vCPU for much of the next call: (1, 32, 48) backward, two threads, 26-32 ms
+// against 15-18 ms back to back. One thread per CPU: 15-16 ms either way.
 // Only where the team takes every allowed CPU, so that it never crowds a few CPUs of a larger
 // machine (another process doing the same would pick the same ones).
 bool PlaceTeam(int threads, const cpu_set_t& allowed, bool wanted);
