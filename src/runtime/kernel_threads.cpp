@@ -47,39 +47,66 @@ bool BindingWanted() {
 
 }  // namespace
 
-bool PlaceTeam(int threads, const cpu_set_t& allowed, bool wanted) {
-    const bool bind = wanted && threads >= 2 && CPU_COUNT(&allowed) == threads;
+bool TakesEveryCpu(int threads, const cpu_set_t& allowed) {
+    return threads >= 2 && CPU_COUNT(&allowed) == threads;
+}
+
+bool PlaceTeam(int threads, const cpu_set_t& allowed, bool one_per_cpu) {
     int cpus[CPU_SETSIZE];
     int count = 0;
-    for (int cpu = 0; cpu < CPU_SETSIZE && bind; ++cpu)
+    for (int cpu = 0; cpu < CPU_SETSIZE && one_per_cpu; ++cpu)
         if (CPU_ISSET(cpu, &allowed)) cpus[count++] = cpu;
+    if (one_per_cpu && count < threads) return false;
     bool placed = true;
 #pragma omp parallel num_threads(threads) reduction(&& : placed)
     {
-        cpu_set_t place;
-        if (bind) {
+        cpu_set_t place = allowed;
+        if (one_per_cpu) {
             CPU_ZERO(&place);
             CPU_SET(cpus[omp_get_thread_num()], &place);
-        } else {
-            place = allowed;
         }
         placed = pthread_setaffinity_np(pthread_self(), sizeof place, &place) == 0;
     }
-    return bind && placed;
+    return placed;
 }
 
-void ApplyKernelThreadCount() {
-    thread_local int applied = 0;
-    thread_local bool have_allowed = false;
-    thread_local cpu_set_t allowed;  // the worker's CPUs before any binding
-    const int wanted = WantedThreadCount();
-    if (wanted != applied) {
-        omp_set_num_threads(wanted);
-        applied = wanted;
-        if (!have_allowed) have_allowed = pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed) == 0;
-        if (have_allowed && BindingWanted()) PlaceTeam(wanted, allowed, true);
-    }
+namespace {
+
+// A stream worker's thread count and placement, as last applied.
+struct WorkerPlacement {
+    int applied = 0;
+    int bound = 0;  // the team size bound one per CPU, or 0
+    bool have_allowed = false;
+    cpu_set_t allowed;  // the worker's CPUs before any binding
+};
+thread_local WorkerPlacement placement;
+
+// Puts a bound team back on all the allowed CPUs, on the team that was bound: a region of
+// another size would make OpenMP start threads for nothing (and libomp 14 leaks some of a
+// team grown past the CPUs).
+void Unbind() {
+    if (!placement.bound) return;
+    PlaceTeam(placement.bound, placement.allowed, false);
+    placement.bound = 0;
 }
+
+}  // namespace
+
+void ApplyKernelThreadCount() {
+    WorkerPlacement& p = placement;
+    const int wanted = WantedThreadCount();
+    if (wanted == p.applied) return;
+    omp_set_num_threads(wanted);
+    p.applied = wanted;
+    if (!p.have_allowed) p.have_allowed = pthread_getaffinity_np(pthread_self(), sizeof p.allowed, &p.allowed) == 0;
+    if (!p.have_allowed) return;
+    if (BindingWanted() && TakesEveryCpu(wanted, p.allowed))
+        p.bound = PlaceTeam(wanted, p.allowed, true) ? wanted : 0;
+    else
+        Unbind();
+}
+
+void ReleaseKernelThreads() { Unbind(); }
 
 }  // namespace gs3d
 

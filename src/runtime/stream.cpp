@@ -41,7 +41,11 @@ void Stream::WorkerLoop() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
         work_ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping, and everything queued has run
+        if (queue_.empty()) {  // stopping, and everything queued has run
+            lock.unlock();
+            ReleaseKernelThreads();
+            return;
+        }
         std::function<void()> task = std::move(queue_.front());
         queue_.pop_front();
         running_task_ = true;

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <string>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -71,27 +73,39 @@ TEST(Stream, DestructionRunsWhatIsQueued) {
 }
 
 // gs3dSetNumThreads reaches the workers of streams that already exist, and 0 restores the
-// default that a thread which never changed its OpenMP setting has.
+// default that a thread which never changed its OpenMP setting has; the worker is bound to
+// one CPU exactly while its team takes every CPU.
 TEST(Stream, KernelThreadCountReachesTheWorker) {
     int default_count = 0;
     std::thread([&] { default_count = omp_get_max_threads(); }).join();
+    // The worker starts on this thread's CPUs; a team that takes them all is bound one thread
+    // per CPU (unless the environment turns binding off), any other count leaves it on all.
+    cpu_set_t allowed;
+    ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed), 0);
+    const char* setting = std::getenv("GRIDSAMPLER3D_BIND_THREADS");
+    const bool binding = !(setting && std::string(setting) == "0") && omp_get_proc_bind() == omp_proc_bind_false;
     Stream stream;
-    auto worker_count = [&stream] {
-        int seen = 0;
-        stream.Enqueue([&seen] { seen = omp_get_max_threads(); });
+    auto worker_count = [&](int expected) {
+        int seen = 0, cpus = 0;
+        stream.Enqueue([&] {
+            seen = omp_get_max_threads();
+            cpu_set_t own;
+            if (pthread_getaffinity_np(pthread_self(), sizeof own, &own) == 0) cpus = CPU_COUNT(&own);
+        });
         EXPECT_TRUE(stream.Synchronize(nullptr));
-        return seen;
+        EXPECT_EQ(seen, expected);
+        EXPECT_EQ(cpus, binding && TakesEveryCpu(expected, allowed) ? 1 : CPU_COUNT(&allowed)) << expected << " threads";
     };
-    EXPECT_EQ(worker_count(), default_count);
-    for (int32_t wanted : {3, 1, 5}) {
+    worker_count(default_count);
+    for (int32_t wanted : {3, 1, 5, CPU_COUNT(&allowed), 1}) {
         ASSERT_EQ(gs3dSetNumThreads(wanted), ACL_SUCCESS);
         int32_t reported = 0;
         ASSERT_EQ(gs3dGetNumThreads(&reported), ACL_SUCCESS);
         EXPECT_EQ(reported, wanted);
-        EXPECT_EQ(worker_count(), wanted);
+        worker_count(wanted);
     }
     ASSERT_EQ(gs3dSetNumThreads(0), ACL_SUCCESS);
-    EXPECT_EQ(worker_count(), default_count);
+    worker_count(default_count);
     int32_t reported = 0;
     ASSERT_EQ(gs3dGetNumThreads(&reported), ACL_SUCCESS);
     EXPECT_EQ(reported, default_count);
@@ -106,36 +120,35 @@ std::vector<cpu_set_t> MemberCpus(int threads) {
     return cpus;
 }
 
-// PlaceTeam binds one member per CPU where the team takes every allowed CPU, puts the members
-// back on all of them after, and leaves them on all of them where the team is larger or
-// binding is not wanted. On a fresh thread: its OpenMP team is its own.
+// PlaceTeam binds member i to the i-th allowed CPU, and puts the members back on all of them;
+// TakesEveryCpu says which teams are bound. On a fresh thread: its OpenMP team is its own.
 TEST(Stream, PlaceTeamBindsOneMemberPerAllowedCpu) {
     std::thread([] {
         cpu_set_t allowed;
         ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed), 0);
         const int count = CPU_COUNT(&allowed);
-        EXPECT_EQ(PlaceTeam(count, allowed, true), count >= 2);
-        if (count >= 2) {
-            cpu_set_t seen;
-            CPU_ZERO(&seen);
-            for (const cpu_set_t& member : MemberCpus(count)) {
-                cpu_set_t own = member;
-                EXPECT_EQ(CPU_COUNT(&own), 1);
-                CPU_AND(&own, &own, &allowed);
-                EXPECT_EQ(CPU_COUNT(&own), 1) << "bound outside the allowed CPUs";
-                cpu_set_t both;
-                CPU_AND(&both, &own, &seen);
-                EXPECT_EQ(CPU_COUNT(&both), 0) << "two members on one CPU";
-                CPU_OR(&seen, &seen, &own);
-            }
-            EXPECT_TRUE(CPU_EQUAL(&seen, &allowed));
-        }
-        // Undone, then never bound: a team larger than the CPUs, or binding not wanted.
-        EXPECT_FALSE(PlaceTeam(count, allowed, false));
+        EXPECT_EQ(TakesEveryCpu(count, allowed), count >= 2);
+        EXPECT_FALSE(TakesEveryCpu(count + 1, allowed));
+        EXPECT_FALSE(TakesEveryCpu(1, allowed));
+        if (count >= 2) EXPECT_FALSE(TakesEveryCpu(count - 1, allowed));
+        EXPECT_FALSE(PlaceTeam(count + 1, allowed, true));  // more members than CPUs: nothing done
         for (const cpu_set_t& member : MemberCpus(count)) EXPECT_TRUE(CPU_EQUAL(&member, &allowed));
-        EXPECT_FALSE(PlaceTeam(count + 1, allowed, true));
-        for (const cpu_set_t& member : MemberCpus(count + 1)) EXPECT_TRUE(CPU_EQUAL(&member, &allowed));
-        EXPECT_FALSE(PlaceTeam(1, allowed, true));
+        ASSERT_TRUE(PlaceTeam(count, allowed, true));
+        cpu_set_t seen;
+        CPU_ZERO(&seen);
+        for (const cpu_set_t& member : MemberCpus(count)) {
+            cpu_set_t own = member;
+            EXPECT_EQ(CPU_COUNT(&own), 1);
+            CPU_AND(&own, &own, &allowed);
+            EXPECT_EQ(CPU_COUNT(&own), 1) << "bound outside the allowed CPUs";
+            cpu_set_t both;
+            CPU_AND(&both, &own, &seen);
+            EXPECT_EQ(CPU_COUNT(&both), 0) << "two members on one CPU";
+            CPU_OR(&seen, &seen, &own);
+        }
+        EXPECT_TRUE(CPU_EQUAL(&seen, &allowed));
+        ASSERT_TRUE(PlaceTeam(count, allowed, false));  // undone
+        for (const cpu_set_t& member : MemberCpus(count)) EXPECT_TRUE(CPU_EQUAL(&member, &allowed));
     }).join();
 }
 
