@@ -100,10 +100,12 @@ void ApplyKernelThreadCount() {
     p.applied = wanted;
     if (!p.have_allowed) p.have_allowed = pthread_getaffinity_np(pthread_self(), sizeof p.allowed, &p.allowed) == 0;
     if (!p.have_allowed) return;
-    if (BindingWanted() && TakesEveryCpu(wanted, p.allowed))
-        p.bound = PlaceTeam(wanted, p.allowed, true) ? wanted : 0;
-    else
+    if (BindingWanted() && TakesEveryCpu(wanted, p.allowed)) {
+        PlaceTeam(wanted, p.allowed, true);
+        p.bound = wanted;  // also where a member could not be bound: Unbind restores them all
+    } else {
         Unbind();
+    }
 }
 
 void ReleaseKernelThreads() { Unbind(); }
