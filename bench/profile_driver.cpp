@@ -36,8 +36,8 @@ int main(int argc, char** argv) {
     const int64_t mode = argc > 8 ? std::atoll(argv[8]) : 0, padding = argc > 9 ? std::atoll(argv[9]) : 0;
     const bool channels_last = argc > 10 && std::string(argv[10]) == "ndhwc";
     const int64_t batch = argc > 11 ? std::atoll(argv[11]) : 1;
-    const bool cold = argc > 12 && std::string(argv[12]) == "cold";
-    const bool busy = argc > 12 && std::string(argv[12]) == "busy";
+    const std::string state = argc > 12 ? argv[12] : "hot";
+    const bool cold = state == "cold", busy = state == "busy";
     bool mask_values[2] = {mask_text[0] == '1', mask_text[1] == '1'};
     aclBoolArray* mask = aclCreateBoolArray(mask_values, 2);
     const aclDataType type = type_name == "fp16" ? ACL_FLOAT16 : type_name == "bf16" ? ACL_BF16 : ACL_FLOAT;
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
     }
     std::sort(times.begin(), times.end());
     std::printf("%s N=%lld S=%lld C=%lld %s%s%s: best %.2f ms, median %.2f ms\n", op.c_str(), (long long)batch,
-                (long long)s, (long long)c, type_name.c_str(), channels_last ? " ndhwc" : "", cold ? " cold" : "",
+                (long long)s, (long long)c, type_name.c_str(), channels_last ? " ndhwc" : "", state == "hot" ? "" : (" " + state).c_str(),
                 times.front(), times[times.size() / 2]);
     aclFinalize();
     return 0;

@@ -45,6 +45,24 @@ bool BindingWanted() {
     return wanted;
 }
 
+// A stream worker's thread count and placement, as last applied.
+struct WorkerPlacement {
+    int applied = 0;
+    int bound = 0;  // the team size bound one per CPU, or 0
+    bool have_allowed = false;
+    cpu_set_t allowed;  // the worker's CPUs before any binding
+};
+thread_local WorkerPlacement placement;
+
+// Puts a bound team back on all the allowed CPUs, on the team that was bound: a region of
+// another size would make OpenMP start threads for nothing (and libomp 14 leaks some of a
+// team grown past the CPUs).
+void Unbind() {
+    if (!placement.bound) return;
+    PlaceTeam(placement.bound, placement.allowed, false);
+    placement.bound = 0;
+}
+
 }  // namespace
 
 bool TakesEveryCpu(int threads, const cpu_set_t& allowed) {
@@ -69,28 +87,6 @@ bool PlaceTeam(int threads, const cpu_set_t& allowed, bool one_per_cpu) {
     }
     return placed;
 }
-
-namespace {
-
-// A stream worker's thread count and placement, as last applied.
-struct WorkerPlacement {
-    int applied = 0;
-    int bound = 0;  // the team size bound one per CPU, or 0
-    bool have_allowed = false;
-    cpu_set_t allowed;  // the worker's CPUs before any binding
-};
-thread_local WorkerPlacement placement;
-
-// Puts a bound team back on all the allowed CPUs, on the team that was bound: a region of
-// another size would make OpenMP start threads for nothing (and libomp 14 leaks some of a
-// team grown past the CPUs).
-void Unbind() {
-    if (!placement.bound) return;
-    PlaceTeam(placement.bound, placement.allowed, false);
-    placement.bound = 0;
-}
-
-}  // namespace
 
 void ApplyKernelThreadCount() {
     WorkerPlacement& p = placement;
