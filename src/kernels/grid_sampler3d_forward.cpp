@@ -66,6 +66,46 @@ HWY_INLINE void RowSourceIndices(const ForwardArgs& args, const T* grid_row, int
                                         nullptr);
 }
 
+// One point whose eight corners are all inside, every channel: base is its first corner
+// (channel 0), w its weights in corner order. kUnitInput: channels next to each other, in
+// vectors of D, then at most one of 8 and one of 4 lanes, then scalar; each lane the scalar
+// loop's sum, in its order (no fused multiply-add), so every path gives the same bits.
+template <typename T, bool kUnitChannels, bool kUnitInput, typename S = ComputeType<T>>
+HWY_INLINE void SampleInsidePoint(const T* HWY_RESTRICT base, const int64_t stride[3], const S* w, int64_t channels,
+                                  int64_t in_cs, T* HWY_RESTRICT out_p, int64_t out_cs) {
+    const int64_t sz = stride[0], sy = stride[1], sx = stride[2];
+    int64_t c = 0;
+    if constexpr (kUnitInput) {
+        const int64_t offset[8] = {0, sx, sy, sy + sx, sz, sz + sx, sz + sy, sz + sy + sx};
+        auto vectors = [&](auto dv, int64_t end) HWY_ATTR {
+            const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
+            for (; c + lanes <= end; c += lanes) {
+                auto value = hn::Zero(dv);
+                for (int k = 0; k < 8; ++k)
+                    value = hn::Add(value, hn::Mul(LoadLanes(dv, base + offset[k] + c), hn::Set(dv, w[k])));
+                StoreRowLanes(dv, value, out_p + c * out_cs, 0, static_cast<int>(lanes), out_cs);
+            }
+        };
+        const hn::ScalableTag<S> d;
+        vectors(d, channels);
+        if constexpr (hn::MaxLanes(d) > 8) vectors(hn::CappedTag<S, 8>(), channels);
+        if constexpr (hn::MaxLanes(d) > 4) vectors(hn::CappedTag<S, 4>(), channels);
+    }
+    for (; c < channels; ++c) {
+        const T* v = base + c * in_cs;
+        S value = 0;
+        value += LoadElement(v) * w[0];
+        value += LoadElement(v + sx) * w[1];
+        value += LoadElement(v + sy) * w[2];
+        value += LoadElement(v + sy + sx) * w[3];
+        value += LoadElement(v + sz) * w[4];
+        value += LoadElement(v + sz + sx) * w[5];
+        value += LoadElement(v + sz + sy) * w[6];
+        value += LoadElement(v + sz + sy + sx) * w[7];
+        StoreElement<T>(value, out_p + c * out_cs);
+    }
+}
+
 // Samples one grid point into every channel. kUnitChannels: input and out have channel
 // stride 1 (NDHWC), so the channel loop runs over contiguous memory and vectorises;
 // kUnitInput: the input alone (a channels-last copy, SampleFromChannelsLastCopy).
@@ -82,41 +122,10 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
     if constexpr (I == Interpolation::kBilinear) {
         TrilinearCorners<S> corners;
         if (corners.Compute(ix, iy, iz, geometry)) {  // all eight corners inside: no tests
-            const S* w = corners.weight;
-            const int64_t sz = geometry.stride[0], sy = geometry.stride[1], sx = geometry.stride[2];
-            const T* HWY_RESTRICT base = in_n + corners.z0 * sz + corners.y0 * sy + corners.x0 * sx;
-            int64_t c = 0;
-            if constexpr (kUnitInput) {
-                // Channels next to each other: in vectors of D, then at most one of 8 and one of 4
-                // lanes; each lane the scalar loop's sum, in its order (no fused multiply-add).
-                const int64_t offset[8] = {0, sx, sy, sy + sx, sz, sz + sx, sz + sy, sz + sy + sx};
-                auto vectors = [&](auto dv, int64_t end) HWY_ATTR {
-                    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
-                    for (; c + lanes <= end; c += lanes) {
-                        auto value = hn::Zero(dv);
-                        for (int k = 0; k < 8; ++k)
-                            value = hn::Add(value, hn::Mul(LoadLanes(dv, base + offset[k] + c), hn::Set(dv, w[k])));
-                        StoreRowLanes(dv, value, out_p + c * out_cs, 0, static_cast<int>(lanes), out_cs);
-                    }
-                };
-                const hn::ScalableTag<S> d;
-                vectors(d, channels);
-                if constexpr (hn::MaxLanes(d) > 8) vectors(hn::CappedTag<S, 8>(), channels);
-                if constexpr (hn::MaxLanes(d) > 4) vectors(hn::CappedTag<S, 4>(), channels);
-            }
-            for (; c < channels; ++c) {
-                const T* v = base + c * in_cs;
-                S value = 0;
-                value += LoadElement(v) * w[0];
-                value += LoadElement(v + sx) * w[1];
-                value += LoadElement(v + sy) * w[2];
-                value += LoadElement(v + sy + sx) * w[3];
-                value += LoadElement(v + sz) * w[4];
-                value += LoadElement(v + sz + sx) * w[5];
-                value += LoadElement(v + sz + sy) * w[6];
-                value += LoadElement(v + sz + sy + sx) * w[7];
-                StoreElement<T>(value, out_p + c * out_cs);
-            }
+            const T* base = in_n + corners.z0 * geometry.stride[0] + corners.y0 * geometry.stride[1] +
+                            corners.x0 * geometry.stride[2];
+            SampleInsidePoint<T, kUnitChannels, kUnitInput>(base, geometry.stride, corners.weight, channels, in_cs,
+                                                            out_p, out_cs);
         } else {
             for (int64_t c = 0; c < channels; ++c) {
                 const T* v = in_n + c * in_cs;
@@ -142,10 +151,45 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
 template <typename T, Interpolation I, Padding P, bool kUnitChannels, bool kUnitInput, typename PointOut>
 HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T* grid_row, int64_t w_begin,
                                 int64_t count, const TrilinearGeometry& geometry, PointOut out) {
-    HWY_ALIGN ComputeType<T> index[3][kBlock];
+    using S = ComputeType<T>;
+    HWY_ALIGN S index[3][kBlock];
+    // Bilinear from channels next to each other: the block's cells, weights and first-corner
+    // offsets in vector form (BlockCells, the same products as TrilinearCorners), so that the
+    // loop over the points is little more than their corners' loads. Point by point, each
+    // point's scalar floors, weights and offsets stood between its loads and the next
+    // point's, and a noisy grid's corners (other rows and planes, mostly beyond L1) were
+    // waited for a point or two at a time.
+    constexpr bool kCellsInVectors = I == Interpolation::kBilinear && kUnitInput;
+    const bool cells_in_vectors = kCellsInVectors && OffsetsFit<S>(geometry);
+    const int64_t channels = args.input.size[1];
+    const int64_t out_cs = kUnitChannels ? 1 : args.out.stride[1];
     for (int64_t b = 0; b < count; b += kBlock) {
         const int points = static_cast<int>(std::min<int64_t>(kBlock, count - b));
         RowSourceIndices<T, P>(args, grid_row, w_begin + b, points, index);
+        if constexpr (kCellsInVectors) {
+            if (cells_in_vectors) {
+                const int lanes = static_cast<int>(hn::Lanes(hn::ScalableTag<S>()));
+                const int padded = (points + lanes - 1) / lanes * lanes;
+                for (int i = points; i < padded; ++i)  // lanes past the end: outside, never sampled
+                    index[0][i] = index[1][i] = index[2][i] = -4;
+                BlockCells<S> cells;
+                HWY_ALIGN typename BlockCells<S>::Offset base[kBlock];
+                cells.Compute(index[0], index[1], index[2], padded, points, geometry);
+                cells.Bases(geometry.stride, base);
+                for (int i = 0; i < points; ++i) {
+                    if (cells.point_inside[i] != 0) {
+                        const S w[8] = {cells.weight[0][i], cells.weight[1][i], cells.weight[2][i], cells.weight[3][i],
+                                        cells.weight[4][i], cells.weight[5][i], cells.weight[6][i], cells.weight[7][i]};
+                        SampleInsidePoint<T, kUnitChannels, kUnitInput>(in_n + base[i], geometry.stride, w, channels, 1,
+                                                                        out(b + i), out_cs);
+                    } else {
+                        SamplePoint<T, I, P, kUnitChannels, kUnitInput>(args, in_n, index[0][i], index[1][i],
+                                                                        index[2][i], out(b + i), geometry);
+                    }
+                }
+                continue;
+            }
+        }
         for (int i = 0; i < points; ++i)
             SamplePoint<T, I, P, kUnitChannels, kUnitInput>(args, in_n, index[0][i], index[1][i], index[2][i],
                                                             out(b + i), geometry);
