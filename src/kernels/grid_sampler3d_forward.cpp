@@ -66,23 +66,23 @@ HWY_INLINE void RowSourceIndices(const ForwardArgs& args, const T* grid_row, int
                                         nullptr);
 }
 
-// One point whose eight corners are all inside, every channel: base is its first corner
-// (channel 0), w its weights in corner order. kUnitInput: channels next to each other, in
-// vectors of D, then at most one of 8 and one of 4 lanes, then scalar; each lane the scalar
-// loop's sum, in its order (no fused multiply-add), so every path gives the same bits.
+// One point's eight corners, every channel: corner k of channel 0 at base + offset[k], with
+// weight w[k]; inside: whether each corner counts (nullptr: all eight do), the others are
+// skipped as PyTorch skips them. kUnitInput: channels next to each other, in vectors of D,
+// then at most one of 8 and one of 4 lanes, then scalar; each lane the scalar loop's sum,
+// in its order (no fused multiply-add), so every path gives the same bits.
 template <typename T, bool kUnitChannels, bool kUnitInput, typename S = ComputeType<T>>
-HWY_INLINE void SampleInsidePoint(const T* HWY_RESTRICT base, const int64_t stride[3], const S* w, int64_t channels,
-                                  int64_t in_cs, T* HWY_RESTRICT out_p, int64_t out_cs) {
-    const int64_t sz = stride[0], sy = stride[1], sx = stride[2];
+HWY_INLINE void SampleCorners(const T* HWY_RESTRICT base, const int64_t offset[8], const bool* inside, const S* w,
+                              int64_t channels, int64_t in_cs, T* HWY_RESTRICT out_p, int64_t out_cs) {
     int64_t c = 0;
     if constexpr (kUnitInput) {
-        const int64_t offset[8] = {0, sx, sy, sy + sx, sz, sz + sx, sz + sy, sz + sy + sx};
         auto vectors = [&](auto dv, int64_t end) HWY_ATTR {
             const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
             for (; c + lanes <= end; c += lanes) {
                 auto value = hn::Zero(dv);
                 for (int k = 0; k < 8; ++k)
-                    value = hn::Add(value, hn::Mul(LoadLanes(dv, base + offset[k] + c), hn::Set(dv, w[k])));
+                    if (inside == nullptr || inside[k])
+                        value = hn::Add(value, hn::Mul(LoadLanes(dv, base + offset[k] + c), hn::Set(dv, w[k])));
                 StoreRowLanes(dv, value, out_p + c * out_cs, 0, static_cast<int>(lanes), out_cs);
             }
         };
@@ -94,14 +94,8 @@ HWY_INLINE void SampleInsidePoint(const T* HWY_RESTRICT base, const int64_t stri
     for (; c < channels; ++c) {
         const T* v = base + c * in_cs;
         S value = 0;
-        value += LoadElement(v) * w[0];
-        value += LoadElement(v + sx) * w[1];
-        value += LoadElement(v + sy) * w[2];
-        value += LoadElement(v + sy + sx) * w[3];
-        value += LoadElement(v + sz) * w[4];
-        value += LoadElement(v + sz + sx) * w[5];
-        value += LoadElement(v + sz + sy) * w[6];
-        value += LoadElement(v + sz + sy + sx) * w[7];
+        for (int k = 0; k < 8; ++k)
+            if (inside == nullptr || inside[k]) value += LoadElement(v + offset[k]) * w[k];
         StoreElement<T>(value, out_p + c * out_cs);
     }
 }
@@ -124,16 +118,11 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
         if (corners.Compute(ix, iy, iz, geometry)) {  // all eight corners inside: no tests
             const T* base = in_n + corners.z0 * geometry.stride[0] + corners.y0 * geometry.stride[1] +
                             corners.x0 * geometry.stride[2];
-            SampleInsidePoint<T, kUnitChannels, kUnitInput>(base, geometry.stride, corners.weight, channels, in_cs,
-                                                            out_p, out_cs);
-        } else {
-            for (int64_t c = 0; c < channels; ++c) {
-                const T* v = in_n + c * in_cs;
-                S value = 0;
-                for (int k = 0; k < 8; ++k)
-                    if (corners.inside[k]) value += LoadElement(v + corners.offset[k]) * corners.weight[k];
-                StoreElement<T>(value, out_p + c * out_cs);
-            }
+            SampleCorners<T, kUnitChannels, kUnitInput>(base, geometry.corner_delta, nullptr, corners.weight, channels,
+                                                        in_cs, out_p, out_cs);
+        } else {  // some corners outside: those are skipped
+            SampleCorners<T, kUnitChannels, kUnitInput>(in_n, corners.offset, corners.inside, corners.weight, channels,
+                                                        in_cs, out_p, out_cs);
         }
     } else {
         NearestCorner corner;
@@ -180,8 +169,8 @@ HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T*
                     if (cells.point_inside[i] != 0) {
                         const S w[8] = {cells.weight[0][i], cells.weight[1][i], cells.weight[2][i], cells.weight[3][i],
                                         cells.weight[4][i], cells.weight[5][i], cells.weight[6][i], cells.weight[7][i]};
-                        SampleInsidePoint<T, kUnitChannels, kUnitInput>(in_n + base[i], geometry.stride, w, channels, 1,
-                                                                        out(b + i), out_cs);
+                        SampleCorners<T, kUnitChannels, kUnitInput>(in_n + base[i], geometry.corner_delta, nullptr, w,
+                                                                    channels, 1, out(b + i), out_cs);
                     } else {
                         SamplePoint<T, I, P, kUnitChannels, kUnitInput>(args, in_n, index[0][i], index[1][i],
                                                                         index[2][i], out(b + i), geometry);
