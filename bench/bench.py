@@ -293,6 +293,17 @@ def report(results, rss, bandwidth, out_dir, quick):
           f"min {min(r['speedup'] for r in fwd):.1f}x")
     other = [r for r in rows if r["dtype"] == "fp32" and (r["mode"] == "nearest" or r["padding"] != "zeros")]
     print(f"  nearest, border, reflection: min {min(r['speedup'] for r in other):.1f}x over {len(other)} cases")
+    # Per op and mode or padding, over the shapes, as the forward's and backward's geomeans.
+    for op in ("forward", "backward"):
+        groups = [("nearest", dict(mode="nearest", padding="zeros")), ("border", dict(mode="bilinear", padding="border")),
+                  ("reflection", dict(mode="bilinear", padding="reflection"))]
+        parts = []
+        for name, where in groups:
+            group = [r for r in other if r["op"] == op and all(r[k] == v for k, v in where.items())]
+            if group:
+                parts.append(f"{name} {geomean([r['speedup'] for r in group]):.1f}x "
+                             f"(min {min(r['speedup'] for r in group):.1f}x)")
+        print(f"    {op} geomeans over the shapes: " + ", ".join(parts))
     for n, c, s in SHAPES:
         base = main_rows[SHAPES.index((n, c, s))]
         det = find(op="backward", N=n, C=c, S=s, dtype="fp32", mode="bilinear", padding="zeros", layout="ncdhw",
