@@ -120,6 +120,16 @@ struct Problem {
         const int64_t* st = acc_stride;
         const bool channels_inner = st[1] < st[4];
         const bool packed_line = channels_inner && st[1] == 1 && st[4] == channels;  // (x, c) contiguous
+        if (!channels_inner && st[4] == 1 && st[3] == vol_w) {  // each channel's planes (h, w) contiguous
+            // One fill per channel: element by element at a run-time stride, the compiler's
+            // loop stored 4 bytes at a time (perf: 16% of a one-thread nearest backward, (2, 8, 64)).
+            for (int64_t c = 0; c < channels; ++c)
+                for (int64_t z = z_begin; z < z_end; ++z) {
+                    S* plane = acc + n * st[0] + c * st[1] + z * st[2];
+                    std::fill(plane, plane + vol_h * vol_w, S(0));
+                }
+            return;
+        }
         for (int64_t z = z_begin; z < z_end; ++z)
             for (int64_t y = 0; y < vol_h; ++y) {
                 S* line = acc + n * st[0] + z * st[2] + y * st[3];
