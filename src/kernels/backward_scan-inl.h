@@ -10,7 +10,6 @@
 #define GS3D_KERNELS_BACKWARD_SCAN_INL_H_
 #endif
 
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <omp.h>
@@ -208,11 +207,6 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         // channel (with many channels, a block's worth of points per channel would visit
         // every channel's volume between two blocks).
         constexpr int kChunk = 1024;
-        // Measured, two threads, each call right after PyTorch's (the benchmark's state),
-        // median of 9, five runs alternating: 0 against 32 points ahead, (1, 4, 96) 8.4-12.8
-        // -> 7.2-8.9 ms, (1, 1, 128) 7.9-9.5 -> 7.8-8.6; (2, 8, 64) and one thread within
-        // the noise.
-        constexpr int kNearestScatterAhead = 32;
         typename BlockVoxels<S>::Offset voxel[I == Interpolation::kNearest ? kChunk : 1];
         int64_t gout_offset[I == Interpolation::kNearest ? kChunk : 1];
         int chunk = 0;
@@ -221,14 +215,11 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
             for (int64_t c = 0; c < pb.channels; ++c) {
                 const T* HWY_RESTRICT gout_c = pb.gout + c * a.grad_output.stride[1];
                 S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
-                // The voxel kNearestScatterAhead points on prefetched: the adds' read of the
-                // accumulator would wait on lines that jump between rows and planes.
-                int j = 0;
-                for (; j + kNearestScatterAhead < chunk; ++j) {
-                    hwy::Prefetch(acc_c + voxel[j + kNearestScatterAhead]);
-                    acc_c[voxel[j]] += LoadElement(gout_c + gout_offset[j]);
-                }
-                for (; j < chunk; ++j) acc_c[voxel[j]] += LoadElement(gout_c + gout_offset[j]);
+                // No prefetch: with the planes zeroed just in time (above) the accumulator's
+                // lines are in L2, and prefetching the voxel 32 points ahead, which had gained
+                // up to 15% when the slab was zeroed first, measured no better or slower
+                // (two threads, bench state: (1, 32, 48) 3.3-3.6 ms without, 3.5-3.7 with).
+                for (int j = 0; j < chunk; ++j) acc_c[voxel[j]] += LoadElement(gout_c + gout_offset[j]);
             }
             chunk = 0;
         };
