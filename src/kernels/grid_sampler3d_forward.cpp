@@ -76,7 +76,9 @@ HWY_INLINE void SampleCorners(const T* HWY_RESTRICT base, const int64_t offset[8
                               int64_t channels, int64_t in_cs, T* HWY_RESTRICT out_p, int64_t out_cs) {
     int64_t c = 0;
     if constexpr (kUnitInput) {
-        auto vectors = [&](auto dv, int64_t end) HWY_ATTR {
+        // Forced inline, as GCC otherwise called it out of line for some element types and
+        // layouts (and its choice moves with unrelated edits).
+        auto vectors = [&](auto dv, int64_t end) HWY_ATTR __attribute__((always_inline)) {
             const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
             for (; c + lanes <= end; c += lanes) {
                 auto value = hn::Zero(dv);
