@@ -9,6 +9,9 @@
 //                        PyTorch's kernel ran on one thread before the call in the Python
 //                        benchmark (on the 2-vCPU host, calls at two threads then ran up to 2x
 //                        slower, which neither the cold caches nor a sleep reproduced)]
+// Tensors and workspace live in aclrtMalloc memory, ACL_MEM_MALLOC_HUGE_FIRST as in the
+// sample program, or NORMAL_ONLY with GS3D_PROFILE_PAGES=normal (4 KiB pages, as PyTorch's
+// tensors in the Python benchmark).
 // Prints the best and the median time of the calls.
 #include <algorithm>
 #include <chrono>
@@ -18,6 +21,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "acl/acl.h"
@@ -46,6 +50,19 @@ int main(int argc, char** argv) {
     aclrtSetDevice(0);
     aclrtStream stream;
     aclrtCreateStream(&stream);
+    const char* pages = std::getenv("GS3D_PROFILE_PAGES");
+    const aclrtMemMallocPolicy policy =
+        pages && std::string(pages) == "normal" ? ACL_MEM_MALLOC_NORMAL_ONLY : ACL_MEM_MALLOC_HUGE_FIRST;
+    std::vector<void*> device_buffers;
+    auto device = [&](size_t bytes) {  // freed at the end
+        void* p = nullptr;
+        if (aclrtMalloc(&p, std::max<size_t>(bytes, 1), policy) != ACL_SUCCESS) {
+            std::printf("aclrtMalloc of %zu bytes failed: %s\n", bytes, aclGetRecentErrMsg());
+            std::exit(1);
+        }
+        device_buffers.push_back(p);
+        return p;
+    };
     const int64_t vol = batch * c * s * s * s, pts = batch * s * s * s;
     std::vector<float> input(vol), grad(vol), grid(pts * 3);
     std::mt19937 rng(1);
@@ -63,7 +80,8 @@ int main(int argc, char** argv) {
             }
     // fp16/bf16 data: the same values converted into the front of the fp32 storage (below).
     const int64_t vdims[5] = {batch, c, s, s, s}, gdims[5] = {batch, s, s, s, 3}, vstore[1] = {vol}, gstore[1] = {pts * 3};
-    std::vector<char> out(vol * es), input_grad(vol * es), grid_grad(pts * 3 * es);
+    void *out = device(vol * es), *input_grad = device(vol * es), *grid_grad = device(pts * 3 * es);
+    void *input_data = device(vol * 4), *grad_data = device(vol * 4), *grid_data = device(pts * 3 * 4);
     // Volumes: contiguous NCDHW, or channels-last strides over the same storage (the values
     // differ, which does not matter for timing).
     const int64_t ncdhw_strides[5] = {c * s * s * s, s * s * s, s * s, s, 1};
@@ -72,10 +90,9 @@ int main(int argc, char** argv) {
     auto make = [&](const int64_t* dims, const int64_t* strides, const int64_t* store, void* data) {
         return aclCreateTensor(dims, 5, type, strides, 0, ACL_FORMAT_NCDHW, store, 1, data);
     };
-    aclTensor *ti = make(vdims, vstrides, vstore, input.data()), *tg = make(gdims, nullptr, gstore, grid.data()),
-              *tgo = make(vdims, vstrides, vstore, grad.data()), *to = make(vdims, vstrides, vstore, out.data()),
-              *tig = make(vdims, vstrides, vstore, input_grad.data()),
-              *tgg = make(gdims, nullptr, gstore, grid_grad.data());
+    aclTensor *ti = make(vdims, vstrides, vstore, input_data), *tg = make(gdims, nullptr, gstore, grid_data),
+              *tgo = make(vdims, vstrides, vstore, grad_data), *to = make(vdims, vstrides, vstore, out),
+              *tig = make(vdims, vstrides, vstore, input_grad), *tgg = make(gdims, nullptr, gstore, grid_grad);
     if (type != ACL_FLOAT) {  // the same numbers as fp16 (rounded) or bf16 (truncated), in place
         for (auto* v : {&input, &grad, &grid})
             for (size_t i = 0; i < v->size(); ++i) {
@@ -91,9 +108,12 @@ int main(int argc, char** argv) {
                 reinterpret_cast<uint16_t*>(v->data())[i] = bits;
             }
     }
+    for (auto [host, data] : {std::pair{&input, input_data}, {&grad, grad_data}, {&grid, grid_data}})
+        aclrtMemcpy(data, host->size() * 4, host->data(), host->size() * 4, ACL_MEMCPY_HOST_TO_DEVICE);
     std::vector<double> times;
     std::vector<char> evict(cold ? 64 << 20 : 0);
-    std::vector<char> ws;  // kept across calls, as a caller (and bench.py) keeps its workspace
+    void* ws = nullptr;  // kept across calls, as a caller (and bench.py) keeps its workspace
+    uint64_t ws_size = 0;
     for (int r = 0; r < repeats; ++r) {
         uint64_t size = 0;
         aclOpExecutor* ex = nullptr;
@@ -107,12 +127,12 @@ int main(int argc, char** argv) {
         aclnnStatus st;
         if (op == "forward") {
             st = aclnnGridSampler3DGetWorkspaceSize(ti, tg, mode, padding, false, to, &size, &ex);
-            if (size > ws.size()) ws.resize(size);
-            if (st == 0) st = aclnnGridSampler3D(ws.data(), size, ex, stream);
+            if (size > ws_size) ws = device(ws_size = size);
+            if (st == 0) st = aclnnGridSampler3D(ws, size, ex, stream);
         } else {
             st = aclnnGridSampler3DBackwardGetWorkspaceSize(tgo, ti, tg, mode, padding, false, mask, tig, tgg, &size, &ex);
-            if (size > ws.size()) ws.resize(size);
-            if (st == 0) st = aclnnGridSampler3DBackward(ws.data(), size, ex, stream);
+            if (size > ws_size) ws = device(ws_size = size);
+            if (st == 0) st = aclnnGridSampler3DBackward(ws, size, ex, stream);
         }
         aclrtSynchronizeStream(stream);
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -126,6 +146,7 @@ int main(int argc, char** argv) {
     std::printf("%s N=%lld S=%lld C=%lld %s%s%s: best %.2f ms, median %.2f ms\n", op.c_str(), (long long)batch,
                 (long long)s, (long long)c, type_name.c_str(), channels_last ? " ndhwc" : "", state == "hot" ? "" : (" " + state).c_str(),
                 times.front(), times[times.size() / 2]);
+    for (void* p : device_buffers) aclrtFree(p);
     aclFinalize();
     return 0;
 }

@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <thread>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "acl/acl.h"
@@ -75,6 +79,76 @@ TEST_F(Initialised, MallocFreeAndMemset) {
     EXPECT_EQ(aclrtMalloc(nullptr, 8, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
     EXPECT_EQ(aclrtMalloc(&ptr, 8, static_cast<aclrtMemMallocPolicy>(9)), ACL_ERROR_INVALID_PARAM);
     EXPECT_EQ(aclrtMalloc(&ptr, SIZE_MAX - 8, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_BAD_ALLOC);
+}
+
+// The kernel's flags of the mapping that holds `address` (/proc/self/smaps "VmFlags:", two
+// letters each; "hg": huge pages asked for by madvise), or "" where it has none.
+std::string MappingFlags(const void* address) {
+    const auto at = reinterpret_cast<uintptr_t>(address);
+    std::ifstream smaps("/proc/self/smaps");
+    std::string line;
+    bool inside = false;
+    while (std::getline(smaps, line)) {
+        unsigned long long start = 0, end = 0;
+        if (std::sscanf(line.c_str(), "%llx-%llx ", &start, &end) == 2 && line.find(' ') > line.find('-'))
+            inside = start <= at && at < end;
+        else if (inside && line.rfind("VmFlags:", 0) == 0)
+            return line.substr(8) + " ";
+    }
+    return "";
+}
+bool AskedForHugePages(const void* address) { return MappingFlags(address).find(" hg ") != std::string::npos; }
+
+// Whether this kernel gives transparent huge pages to a mapping that asks (mode "always" or
+// "madvise"), read independently of the library.
+bool KernelHasHugePages() {
+    std::ifstream file("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string modes;
+    std::getline(file, modes);
+    return modes.find("[always]") != std::string::npos || modes.find("[madvise]") != std::string::npos;
+}
+
+// aclrtMalloc's policy as CANN documents it: HUGE_FIRST above 1 MiB and HUGE_ONLY in huge
+// pages, 2 MiB-aligned; HUGE_FIRST up to 1 MiB and NORMAL_ONLY in normal pages.
+TEST_F(Initialised, MallocHonoursThePagePolicy) {
+    constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+    const bool huge_pages = KernelHasHugePages();
+    const size_t big = (size_t{5} << 20) + 3;  // not a multiple of the huge page
+
+    void* huge_first = nullptr;
+    ASSERT_EQ(aclrtMalloc(&huge_first, big, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(huge_first) % kHugePage, 0u);
+    EXPECT_EQ(AskedForHugePages(huge_first), huge_pages) << MappingFlags(huge_first);
+    // Every byte asked for is usable, and the allocation still ends at its size for the
+    // runtime's checks.
+    EXPECT_EQ(aclrtMemset(huge_first, big, 0x3c, big), ACL_SUCCESS);
+    EXPECT_EQ(static_cast<unsigned char*>(huge_first)[big - 1], 0x3c);
+    EXPECT_EQ(aclrtMemset(huge_first, big + 1, 0, big + 1), ACL_ERROR_INVALID_PARAM);
+
+    void* small = nullptr;  // up to 1 MiB: normal pages, as CANN's HUGE_FIRST
+    ASSERT_EQ(aclrtMalloc(&small, size_t{1} << 20, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    EXPECT_FALSE(AskedForHugePages(small)) << MappingFlags(small);
+    void* normal = nullptr;
+    ASSERT_EQ(aclrtMalloc(&normal, big, ACL_MEM_MALLOC_NORMAL_ONLY), ACL_SUCCESS);
+    EXPECT_FALSE(AskedForHugePages(normal)) << MappingFlags(normal);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(normal) % 64, 0u);
+
+    void* huge_only = nullptr;  // any size; refused where the kernel has no huge pages
+    if (huge_pages) {
+        ASSERT_EQ(aclrtMalloc(&huge_only, 100, ACL_MEM_MALLOC_HUGE_ONLY), ACL_SUCCESS);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(huge_only) % kHugePage, 0u);
+        EXPECT_TRUE(AskedForHugePages(huge_only)) << MappingFlags(huge_only);
+        EXPECT_EQ(aclrtMemset(huge_only, 101, 0, 101), ACL_ERROR_INVALID_PARAM);  // 100 bytes, not 2 MiB
+        EXPECT_EQ(aclrtFree(huge_only), ACL_SUCCESS);
+    } else {
+        EXPECT_EQ(aclrtMalloc(&huge_only, 100, ACL_MEM_MALLOC_HUGE_ONLY), ACL_ERROR_BAD_ALLOC);
+        EXPECT_NE(RecentMessage().find("HUGE_ONLY"), std::string::npos);
+    }
+    EXPECT_EQ(aclrtFree(huge_first), ACL_SUCCESS);
+    EXPECT_EQ(aclrtFree(huge_first), ACL_ERROR_INVALID_PARAM);  // freed once only
+    EXPECT_EQ(aclrtFree(small), ACL_SUCCESS);
+    EXPECT_EQ(aclrtFree(normal), ACL_SUCCESS);
+    EXPECT_EQ(aclrtMalloc(&huge_first, SIZE_MAX - (size_t{3} << 20), ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_BAD_ALLOC);
 }
 
 TEST_F(Initialised, HostMemoryIsSeparate) {
