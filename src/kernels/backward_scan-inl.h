@@ -232,17 +232,16 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         // Nearest, one voxel per point, gained nothing measurable: plane after plane.
         const int64_t band =
             I == Interpolation::kBilinear ? BandRows(a.input.size[4] * static_cast<int64_t>(sizeof(S)), 2 << 10) : pb.out_h;
-        for (int64_t index = 0; index < rows; ++index) {
-            const int64_t row = BandedRow(index, pb.out_d, pb.out_h, band);
-            const int64_t r = n * rows + row;
+        ForEachRowInBands(pb.out_d, pb.out_h, band, [&](int64_t d, int64_t h) HWY_ATTR {
+            const int64_t r = n * rows + d * pb.out_h + h;
             if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)
-                continue;
+                return;
             if (ws.row_highest[r] >= zeroed_end) {
                 const int64_t upto = std::min<int64_t>(z_end, ws.row_highest[r] + 1);
                 pb.ZeroAccumulatorPlanes(n, zeroed_end, upto);
                 zeroed_end = upto;
             }
-            const auto offsets = pb.Row(n, row / pb.out_h, row % pb.out_h);
+            const auto offsets = pb.Row(n, d, h);
             if constexpr (I == Interpolation::kBilinear) {
                 auto run_block = [&] {
                     PreparedBlock<S>& prepared = chunked.Next();
@@ -253,10 +252,9 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                 };
                 if (ws.row_lowest[r] < z_begin || ws.row_highest[r] >= z_end) {  // the row meets other slabs
                     points.count = 0;
-                    AppendSlabPoints<T, P>(pb, n, row / pb.out_h, row % pb.out_h, offsets, z_begin, z_end, points,
-                                           run_block);
+                    AppendSlabPoints<T, P>(pb, n, d, h, offsets, z_begin, z_end, points, run_block);
                     if (points.count) run_block();
-                    continue;
+                    return;
                 }
                 for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
                     points.SetRowSegment(offsets, w0, static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0)));
@@ -277,7 +275,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                     }
                 }
             }
-        }
+        });
         if constexpr (I == Interpolation::kNearest) flush();
         chunked.Run();
         pb.ZeroAccumulatorPlanes(n, zeroed_end, z_end);  // planes that no row reaches

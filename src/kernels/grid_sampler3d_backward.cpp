@@ -162,10 +162,8 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                 block.count = 0;
             };
             const auto key = static_cast<uint8_t>(slab);
-            for (int64_t index = 0; index < rows; ++index) {
-                const int64_t row = BandedRow(index, pb.out_d, pb.out_h, band);
-                const int64_t r = n * rows + row;
-                const int64_t d = row / pb.out_h, h = row % pb.out_h;
+            ForEachRowInBands(pb.out_d, pb.out_h, band, [&](int64_t d, int64_t h) HWY_ATTR {
+                const int64_t r = n * rows + d * pb.out_h + h;
                 for (int64_t s = 0; s < segments; ++s) {
                     const int64_t segment = r * segments + s;
                     if (ws.row_lowest[segment] > slab || ws.row_highest[segment] < slab) continue;
@@ -183,7 +181,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                     for (int64_t i = begin; i < end; ++i)
                         BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, first + order[i]);
                 }
-            }
+            });
             if (block.count) submit();
             chunked.Run();
         }

@@ -26,12 +26,18 @@ inline int64_t BandRows(int64_t row_bytes, int64_t band_bytes) {
     return std::max<int64_t>(4, band_bytes / std::max<int64_t>(1, row_bytes));
 }
 
-// The grid row (d * height + h) visited index-th (0 <= index < depth * height).
-inline int64_t BandedRow(int64_t index, int64_t depth, int64_t height, int64_t band) {
-    const int64_t band_begin = index / (depth * band) * band;
-    const int64_t band_rows = std::min(band, height - band_begin);
-    const int64_t within = index - band_begin * depth;
-    return within / band_rows * height + band_begin + within % band_rows;
+// Calls visit(d, h) for every grid row of a batch item in band order: the bands of `band`
+// rows along H one after another, each band plane after plane (d), its rows in order (h).
+// Nested loops rather than a row computed from a running index: a slab task of the sorted
+// plan walks every row of the item to find its own, and the index's three integer
+// divisions per row took about a tenth of that plan's own time (perf, (2, 8, 64), one thread).
+template <typename Visit>
+inline void ForEachRowInBands(int64_t depth, int64_t height, int64_t band, Visit&& visit) {
+    for (int64_t band_begin = 0; band_begin < height; band_begin += band) {
+        const int64_t band_end = std::min(height, band_begin + band);
+        for (int64_t d = 0; d < depth; ++d)
+            for (int64_t h = band_begin; h < band_end; ++h) visit(d, h);
+    }
 }
 
 }  // namespace gs3d::kernels

@@ -1,7 +1,10 @@
-// BandedRow visits every grid row of a batch item exactly once, band after band, each band's
-// rows plane after plane (row_order.h), checked against the order built by nested loops.
+// ForEachRowInBands visits every grid row of a batch item exactly once, band after band,
+// each band's rows plane after plane (row_order.h), checked against the order computed row
+// by row from its index (the arithmetic the kernels used before, an independent method).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/row_order.h"
@@ -9,18 +12,26 @@
 namespace gs3d::kernels {
 namespace {
 
-TEST(RowOrder, BandedRowIsTheBandsThenPlanesThenRowsOrder) {
+// The row (d * height + h) visited index-th: the index's band, then its plane and row there.
+int64_t RowFromIndex(int64_t index, int64_t depth, int64_t height, int64_t band) {
+    const int64_t band_begin = index / (depth * band) * band;
+    const int64_t band_rows = std::min(band, height - band_begin);
+    const int64_t within = index - band_begin * depth;
+    return within / band_rows * height + band_begin + within % band_rows;
+}
+
+TEST(RowOrder, ForEachRowInBandsIsTheBandsThenPlanesThenRowsOrder) {
     for (int64_t depth : {1, 2, 5, 16})
         for (int64_t height : {1, 3, 4, 7, 13, 64})
             for (int64_t band : {1, 2, 4, 5, 16, 100}) {
-                std::vector<int64_t> expected;  // the order by nested loops
-                for (int64_t band_begin = 0; band_begin < height; band_begin += band)
-                    for (int64_t d = 0; d < depth; ++d)
-                        for (int64_t h = band_begin; h < std::min(height, band_begin + band); ++h)
-                            expected.push_back(d * height + h);
-                ASSERT_EQ(expected.size(), static_cast<size_t>(depth * height));
+                std::vector<int64_t> visited;
+                ForEachRowInBands(depth, height, band, [&](int64_t d, int64_t h) {
+                    ASSERT_TRUE(d >= 0 && d < depth && h >= 0 && h < height) << d << ", " << h;
+                    visited.push_back(d * height + h);
+                });
+                ASSERT_EQ(visited.size(), static_cast<size_t>(depth * height));
                 for (int64_t index = 0; index < depth * height; ++index)
-                    ASSERT_EQ(BandedRow(index, depth, height, band), expected[index])
+                    ASSERT_EQ(visited[index], RowFromIndex(index, depth, height, band))
                         << "index " << index << ", D " << depth << ", H " << height << ", band " << band;
             }
 }
