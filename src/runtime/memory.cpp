@@ -15,10 +15,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <string>
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "acl/acl.h"
 #include "runtime/raw_enum.h"
