@@ -232,10 +232,11 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         // Nearest, one voxel per point, gained nothing measurable: plane after plane.
         const int64_t band =
             I == Interpolation::kBilinear ? BandRows(a.input.size[4] * static_cast<int64_t>(sizeof(S)), 2 << 10) : pb.out_h;
-        ForEachRowInBands(pb.out_d, pb.out_h, band, [&](int64_t d, int64_t h) HWY_ATTR {
+        for (BandedRows row(pb.out_d, pb.out_h, band); !row.Done(); row.Next()) {
+            const int64_t d = row.d, h = row.h;
             const int64_t r = n * rows + d * pb.out_h + h;
             if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)
-                return;
+                continue;
             if (ws.row_highest[r] >= zeroed_end) {
                 const int64_t upto = std::min<int64_t>(z_end, ws.row_highest[r] + 1);
                 pb.ZeroAccumulatorPlanes(n, zeroed_end, upto);
@@ -254,7 +255,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                     points.count = 0;
                     AppendSlabPoints<T, P>(pb, n, d, h, offsets, z_begin, z_end, points, run_block);
                     if (points.count) run_block();
-                    return;
+                    continue;
                 }
                 for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
                     points.SetRowSegment(offsets, w0, static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0)));
@@ -275,7 +276,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                     }
                 }
             }
-        });
+        }
         if constexpr (I == Interpolation::kNearest) flush();
         chunked.Run();
         pb.ZeroAccumulatorPlanes(n, zeroed_end, z_end);  // planes that no row reaches

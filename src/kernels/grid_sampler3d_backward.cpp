@@ -162,7 +162,8 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                 block.count = 0;
             };
             const auto key = static_cast<uint8_t>(slab);
-            ForEachRowInBands(pb.out_d, pb.out_h, band, [&](int64_t d, int64_t h) HWY_ATTR {
+            for (BandedRows row(pb.out_d, pb.out_h, band); !row.Done(); row.Next()) {
+                const int64_t d = row.d, h = row.h;
                 const int64_t r = n * rows + d * pb.out_h + h;
                 for (int64_t s = 0; s < segments; ++s) {
                     const int64_t segment = r * segments + s;
@@ -181,7 +182,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                     for (int64_t i = begin; i < end; ++i)
                         BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, first + order[i]);
                 }
-            });
+            }
             if (block.count) submit();
             chunked.Run();
         }

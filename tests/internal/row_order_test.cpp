@@ -1,10 +1,11 @@
-// ForEachRowInBands visits every grid row of a batch item exactly once, band after band,
+// BandedRows visits every grid row of a batch item exactly once, band after band,
 // each band's rows plane after plane (row_order.h), checked against the order computed row
 // by row from its index (the arithmetic the kernels used before, an independent method).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kernels/row_order.h"
@@ -20,20 +21,26 @@ int64_t RowFromIndex(int64_t index, int64_t depth, int64_t height, int64_t band)
     return within / band_rows * height + band_begin + within % band_rows;
 }
 
-TEST(RowOrder, ForEachRowInBandsIsTheBandsThenPlanesThenRowsOrder) {
+TEST(RowOrder, BandedRowsIsTheBandsThenPlanesThenRowsOrder) {
     for (int64_t depth : {1, 2, 5, 16})
         for (int64_t height : {1, 3, 4, 7, 13, 64})
             for (int64_t band : {1, 2, 4, 5, 16, 100}) {
                 std::vector<int64_t> visited;
-                ForEachRowInBands(depth, height, band, [&](int64_t d, int64_t h) {
-                    ASSERT_TRUE(d >= 0 && d < depth && h >= 0 && h < height) << d << ", " << h;
-                    visited.push_back(d * height + h);
-                });
+                for (BandedRows row(depth, height, band); !row.Done(); row.Next()) {
+                    ASSERT_TRUE(row.d >= 0 && row.d < depth && row.h >= 0 && row.h < height) << row.d << ", " << row.h;
+                    ASSERT_LE(visited.size(), static_cast<size_t>(depth * height));  // it ends
+                    visited.push_back(row.d * height + row.h);
+                }
                 ASSERT_EQ(visited.size(), static_cast<size_t>(depth * height));
                 for (int64_t index = 0; index < depth * height; ++index)
                     ASSERT_EQ(visited[index], RowFromIndex(index, depth, height, band))
                         << "index " << index << ", D " << depth << ", H " << height << ", band " << band;
             }
+}
+
+TEST(RowOrder, BandedRowsOfAnEmptyGridVisitNothing) {
+    for (auto [depth, height] : {std::pair<int64_t, int64_t>{0, 5}, {5, 0}, {0, 0}})
+        EXPECT_TRUE(BandedRows(depth, height, 4).Done()) << depth << " x " << height;
 }
 
 TEST(RowOrder, BandRowsIsAboutTheBytesAndAtLeastFour) {
