@@ -40,8 +40,9 @@ struct BandedRows {
     int64_t d = 0, h = 0;  // the current row
     int64_t band_begin = 0, band_end;
 
+    // A band of 0 rows would never advance: it counts as 1.
     BandedRows(int64_t depth_, int64_t height_, int64_t band_)
-        : depth(depth_), height(height_), band(band_), band_end(std::min(height_, band_)) {}
+        : depth(depth_), height(height_), band(std::max<int64_t>(1, band_)), band_end(std::min(height, band)) {}
     bool Done() const { return depth <= 0 || band_begin >= height; }
     void Next() {
         if (++h < band_end) return;  // the band's next row

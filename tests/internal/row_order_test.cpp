@@ -43,6 +43,13 @@ TEST(RowOrder, BandedRowsOfAnEmptyGridVisitNothing) {
         EXPECT_TRUE(BandedRows(depth, height, 4).Done()) << depth << " x " << height;
 }
 
+TEST(RowOrder, ABandOfNoRowsIsABandOfOne) {  // rather than a cursor that never ends
+    std::vector<int64_t> visited;
+    for (BandedRows row(3, 4, 0); !row.Done() && visited.size() <= 12; row.Next()) visited.push_back(row.d * 4 + row.h);
+    ASSERT_EQ(visited.size(), 12u);
+    for (int64_t index = 0; index < 12; ++index) EXPECT_EQ(visited[index], RowFromIndex(index, 3, 4, 1));
+}
+
 TEST(RowOrder, BandRowsIsAboutTheBytesAndAtLeastFour) {
     EXPECT_EQ(BandRows(512, 2 << 10), 4);
     EXPECT_EQ(BandRows(128, 2 << 10), 16);
