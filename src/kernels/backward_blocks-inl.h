@@ -93,9 +93,7 @@ HWY_INLINE void ForEachRowBlockDepth(const Problem<T>& pb, int64_t n, int64_t d,
     for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
         const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
         const int padded = (count + lanes - 1) / lanes * lanes;
-        const T* g = pb.GridPoint(n, d, h, w0) + 2 * pb.args.grid.stride[4];
-        for (int i = 0; i < count; ++i) coord[i] = LoadElement(g + i * gs);
-        for (int i = count; i < padded; ++i) coord[i] = 0;
+        LoadGridRowDepth(pb.GridPoint(n, d, h, w0), gs, pb.args.grid.stride[4], count, padded, coord);
         BlockSourceIndices<S, P, true>(coord, padded, pb.args.input.size[2], pb.args.options.align_corners, iz, unused);
         visit(w0, count, padded, static_cast<S*>(iz));
     }

@@ -72,6 +72,37 @@ HWY_INLINE void RowKeys(const Problem<T>& pb, const FastDivider32& by_slab_depth
     });
 }
 
+// Few keys in a segment (with a noisy grid a row's points fall in a handful of slabs): each
+// key's points found in vectors, a compare and a compress of the points' indices per vector
+// of keys, key after key, so the order is the counting sort's. The counting sort's scalar
+// loops carry a chain through memory (start[key]++) at every point; perf put most of the
+// keys pass there at (2, 8, 64).
+template <class D16>
+HWY_INLINE void SortSegmentFewKeys(D16 d16, uint8_t* HWY_RESTRICT keys, uint16_t* HWY_RESTRICT order, int64_t count,
+                                   uint32_t low, uint32_t high) {
+    const hn::Rebind<uint8_t, D16> d8;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d16)), body = count / lanes * lanes;
+    uint32_t end[kMaxSlabs];  // end of key k's run in order[]
+    int64_t position = 0;
+    for (uint32_t k = low; k <= high; ++k) {
+        const auto key = hn::Set(d16, static_cast<uint16_t>(k));
+        for (int64_t w = 0; w < body; w += lanes) {
+            const auto same = hn::Eq(hn::PromoteTo(d16, hn::LoadU(d8, keys + w)), key);
+            // Blended: writes only the indices kept, never past them into the next segment.
+            position += static_cast<int64_t>(
+                hn::CompressBlendedStore(hn::Iota(d16, static_cast<uint16_t>(w)), same, d16, order + position));
+        }
+        for (int64_t w = body; w < count; ++w)
+            if (keys[w] == k) order[position++] = static_cast<uint16_t>(w);
+        end[k] = static_cast<uint32_t>(position);
+    }
+    uint32_t begin = 0;  // keys[] becomes the sorted keys, once every key has been read
+    for (uint32_t k = low; k <= high; ++k) {
+        std::fill(keys + begin, keys + end[k], static_cast<uint8_t>(k));
+        begin = end[k];
+    }
+}
+
 // Sorts one row segment's points by key (a stable counting sort): order[] becomes the
 // points (from the segment's first) in key order, keys[] the sorted keys, with the smallest
 // and largest key.
@@ -88,6 +119,11 @@ inline void SortSegment(uint8_t* HWY_RESTRICT keys, uint16_t* HWY_RESTRICT order
         for (int64_t w = 0; w < count; ++w) order[w] = static_cast<uint16_t>(w);
         return;
     }
+    // A key costs the vector path a pass over the segment: there while the keys are at most
+    // a quarter of the lanes of 16 bits (AVX-512: 8 keys, AVX2: 4).
+    const hn::ScalableTag<uint16_t> d16;
+    if (4 * (high - low + 1) <= static_cast<int>(hn::Lanes(d16)))
+        return SortSegmentFewKeys(d16, keys, order, count, low, high);
     uint32_t start[kMaxSlabs + 1] = {};
     for (int64_t w = 0; w < count; ++w) ++start[keys[w] + 1];
     for (int k = low + 1; k <= high; ++k) start[k] += start[k - 1];

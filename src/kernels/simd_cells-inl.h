@@ -149,6 +149,29 @@ HWY_INLINE void LoadGridRow(const T* HWY_RESTRICT first, int64_t gs, int64_t cs,
     LoadGridValues([&](int i) { return first + i * gs; }, cs, count, padded, coord);
 }
 
+// The D values alone (axis 2) of `count` consecutive points of a row, as LoadGridRow: for the
+// passes that need D only. A packed row is loaded in vectors: element by element, the
+// vector load of the values that followed waited on sixteen 4-byte stores (no forwarding
+// from several stores to one load), half of the sorted plan's keys pass at (2, 8, 64).
+template <typename T, typename S>
+HWY_INLINE void LoadGridRowDepth(const T* HWY_RESTRICT first, int64_t gs, int64_t cs, int count, int padded,
+                                 S* HWY_RESTRICT depth) {
+    int i = 0;
+    if constexpr (std::is_same_v<T, S>) {
+        if (cs == 1 && gs == 3) {
+            const hn::ScalableTag<S> d;
+            const int lanes = static_cast<int>(hn::Lanes(d));
+            for (; i + lanes <= count; i += lanes) {
+                hn::Vec<decltype(d)> x, y, z;
+                hn::LoadInterleaved3(d, first + 3 * i, x, y, z);
+                hn::Store(z, d, depth + i);
+            }
+        }
+    }
+    for (; i < count; ++i) depth[i] = LoadElement(first + i * gs + 2 * cs);
+    for (; i < padded; ++i) depth[i] = 0;
+}
+
 // Reflection (ReflectWithDerivative) of unnormalized indices `in` in vector form, lane for
 // lane equal to the scalar code, NaN and inf included: fmod is exact, and so is
 // in - q * span computed with a fused multiply-add once q = floor(in / span) is corrected
