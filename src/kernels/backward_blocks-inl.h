@@ -131,10 +131,8 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
     BlockSourceIndices<S, P, true>(coord[0], padded, a.input.size[4], align, ix, out.mx);
     BlockSourceIndices<S, P, true>(coord[1], padded, a.input.size[3], align, iy, out.my);
     BlockSourceIndices<S, P, true>(coord[2], padded, a.input.size[2], align, iz, out.mz);
-    for (int i = count; i < padded; ++i) ix[i] = iy[i] = iz[i] = -4;  // lanes past the end: outside, never stored
-    out.cells.Compute(ix, iy, iz, padded, count, pb.acc_geometry);
+    out.cells.ComputeWithBases(ix, iy, iz, count, pb.acc_geometry, out.acc_base);
     out.whole = true;
-    out.cells.Bases(pb.acc_geometry.stride, out.acc_base);
     if (kGridGrad && !pb.same_geometry) out.cells.Bases(pb.in_geometry.stride, out.in_base);
 }
 

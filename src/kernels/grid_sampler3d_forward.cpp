@@ -66,19 +66,6 @@ HWY_INLINE void RowSourceIndices(const ForwardArgs& args, const T* grid_row, int
                                         nullptr);
 }
 
-// The cells of `count` points whose source indices are in index (RowSourceIndices): lanes
-// past `count` made outside (never sampled or stored), then BlockCells and each point's
-// first-corner offset for the geometry's strides (fp32: int32, OffsetsFit checked).
-template <typename S>
-HWY_INLINE void ComputeRowCells(S (*HWY_RESTRICT index)[kBlock], int count, const TrilinearGeometry& geometry,
-                                BlockCells<S>& cells, typename BlockCells<S>::Offset* HWY_RESTRICT base) {
-    const int lanes = static_cast<int>(hn::Lanes(hn::ScalableTag<S>()));
-    const int padded = (count + lanes - 1) / lanes * lanes;
-    for (int i = count; i < padded; ++i) index[0][i] = index[1][i] = index[2][i] = -4;
-    cells.Compute(index[0], index[1], index[2], padded, count, geometry);
-    cells.Bases(geometry.stride, base);
-}
-
 // One point's eight corners, every channel: corner k of channel 0 at base + offset[k], with
 // weight w[k]; inside: whether each corner counts (nullptr: all eight do), the others are
 // skipped as PyTorch skips them. kUnitInput: channels next to each other, in vectors of D,
@@ -174,7 +161,7 @@ HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T*
             if (cells_in_vectors) {
                 BlockCells<S> cells;
                 HWY_ALIGN typename BlockCells<S>::Offset base[kBlock];
-                ComputeRowCells(index, points, geometry, cells, base);
+                cells.ComputeWithBases(index[0], index[1], index[2], points, geometry, base);
                 for (int i = 0; i < points; ++i) {
                     if (cells.point_inside[i] != 0) {
                         const S w[8] = {cells.weight[0][i], cells.weight[1][i], cells.weight[2][i], cells.weight[3][i],
@@ -210,7 +197,7 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     HWY_ALIGN typename BlockCells<S>::Offset base[kBlock];
     BlockCells<S> cells;
     RowSourceIndices<T, P>(args, grid_row, w_begin, count, index);
-    ComputeRowCells(index, count, geometry, cells, base);
+    cells.ComputeWithBases(index[0], index[1], index[2], count, geometry, base);
     const T* in_data = static_cast<const T*>(in.data);
     const int64_t in_last = LastElementOffset(in);
     const auto zero = hn::Zero(d);

@@ -350,6 +350,19 @@ struct BlockCells {
         for (int i = count; i < padded; ++i) base[i] = 0;
     }
 
+    // The cells of `points` points from their source indices, whose arrays hold them padded
+    // to a multiple of the lane count: the lanes past `points` set to -4 (outside: never
+    // sampled, scattered or stored), Compute, then each point's first-corner offset for the
+    // geometry's strides (Bases). The forward's and the backward's blocks both start so.
+    HWY_INLINE void ComputeWithBases(S* HWY_RESTRICT ix, S* HWY_RESTRICT iy, S* HWY_RESTRICT iz, int points,
+                                     const TrilinearGeometry& g, Offset* HWY_RESTRICT base) {
+        const int lanes = static_cast<int>(hn::Lanes(hn::ScalableTag<S>()));
+        const int padded_points = (points + lanes - 1) / lanes * lanes;
+        for (int i = points; i < padded_points; ++i) ix[i] = iy[i] = iz[i] = -4;
+        Compute(ix, iy, iz, padded_points, points, g);
+        Bases(g.stride, base);
+    }
+
     // The eight corner values of each point of a volume (one channel) into v[k][i]. Corners
     // outside hold an unspecified value (0 or the volume's first element): the callers mask
     // their terms, as PyTorch skips them. base: from Bases; delta: the geometry's corner_delta;
