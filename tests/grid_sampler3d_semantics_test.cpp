@@ -236,6 +236,40 @@ TEST(LargerProblems, RowsLongerThanASortSegmentMatchReference) {
     }
 }
 
+// The sorted plan (bilinear, C > 1) sorts each grid row's points by slab and finds a slab's
+// run of them, by paths that depend on the row (grid_sampler3d_backward.cpp): a few keys
+// in a row are sorted in vectors (SortSegmentFewKeys: at most a quarter of the 16-bit lanes,
+// the row's last points past the vectors one by one), more by the counting sort; a row of up
+// to four vectors of 8-bit keys counts a slab's run in vectors (KeyRun), a longer one
+// (300 points: past AVX-512's 256) by binary search. Rows of 45 and 300 points whose D values
+// keep to a few planes or spread over the whole volume take each path; the suite runs on
+// every SIMD target, where the lane counts and so the cut-offs differ.
+TEST(LargerProblems, SortedSlabRowsOfEveryKeySpreadMatchReference) {
+    std::mt19937 rng(61);
+    std::uniform_real_distribution<double> unit(-1.0, 1.0);
+    for (int64_t width : {45, 300})
+        for (double spread : {0.08, 1.1}) {
+            BackwardCase bc(ACL_FLOAT, 1, 2, 40, 5, 6, 6, 3, width, 61u + static_cast<unsigned>(width));
+            for (int64_t d = 0; d < 6; ++d)
+                for (int64_t h = 0; h < 3; ++h)
+                    for (int64_t w = 0; w < width; ++w) {
+                        const double z = (2.0 * d + 1) / 6 - 1 + spread * unit(rng);
+                        const double values[3] = {1.1 * unit(rng), 1.1 * unit(rng), z};
+                        for (int axis = 0; axis < 3; ++axis)  // few significant bits: exact in fp32
+                            bc.grid_values.at(0, d, h, w, axis) = std::round(values[axis] * 4096) / 4096;
+                    }
+            StoreGrid(bc.grid_values, &bc.grid);
+            ASSERT_EQ(bc.Run(std::nullopt), ACLNN_SUCCESS);
+            Array5 expected_input_grad, expected_grid_grad;
+            ReferenceBackward(bc.grad_values, bc.input_values, bc.grid_values, kBilinearZeros, &expected_input_grad,
+                              &expected_grid_grad);
+            EXPECT_EQ(CompareArrays(LoadVolume(bc.input_grad, false), expected_input_grad, ACL_FLOAT), "")
+                << "W " << width << " spread " << spread;
+            EXPECT_EQ(CompareArrays(LoadGrid(bc.grid_grad), expected_grid_grad, ACL_FLOAT), "")
+                << "W " << width << " spread " << spread;
+        }
+}
+
 // The bilinear forward's channels-last copy (NCDHW, C >= 4) stages each row in blocks of w
 // of at most 4096 elements: rows of 40 channels x 120 take two blocks (102 + 18), and 4100
 // channels exceed a block, copied element by element. The output's rows, channels apart,
