@@ -171,6 +171,10 @@ HWY_INLINE void KeyRun(const uint8_t* HWY_RESTRICT keys, int64_t count, uint8_t 
 //   rows in bands (row_order.h), the same order for every task.
 // Every element thus sums its contributions in a fixed order: the points of the slab before
 // it, then those of its own, each in that order; whatever the thread count.
+// A slab task prefetches the keys and order of the row kKeysAhead rows ahead of it (band
+// order), when that row (of one segment) meets its slab: a row's lines are read by the 5-6
+// tasks whose slabs it meets, each at another time, so they had left the caches, and their
+// loads were the walk's hottest instructions (perf, (2, 8, 64)).
 constexpr int kKeysAhead = 8;
 template <typename T, Interpolation I, Padding P, bool kGridGrad, bool kUnitChannels>
 void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWorkspace& ws) {
