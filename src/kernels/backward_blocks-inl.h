@@ -2,7 +2,7 @@
 // weights, offsets) and run per channel (NCDHW: points in vectors) or per point (NDHWC:
 // channels in vectors); chunks of blocks run channel by channel; nearest blocks.
 //
-// Compiled into each SIMD target: included by grid_sampler3d_backward.cpp (after
+// Compiled into each SIMD target: included by backward_kernel-inl.h (after
 // foreach_target.h) only; Highway's per-target include guard.
 #if defined(GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
@@ -25,7 +25,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
-namespace {  // one translation unit: grid_sampler3d_backward.cpp
+namespace {  // internal to each element type's kernels_*.cpp
 
 // Up to kBlock grid points of one batch item gathered for a block: each point's
 // element offsets in the grid, in gradOutput (channel 0) and in gridGrad.

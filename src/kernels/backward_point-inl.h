@@ -3,7 +3,7 @@
 // SIMD blocks do not take (offsets that do not fit int32, gridGrad alone, more than 2^32
 // points).
 //
-// Compiled into each SIMD target: included by grid_sampler3d_backward.cpp (after
+// Compiled into each SIMD target: included by backward_kernel-inl.h (after
 // foreach_target.h) only; Highway's per-target include guard.
 #if defined(GS3D_KERNELS_BACKWARD_POINT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef GS3D_KERNELS_BACKWARD_POINT_INL_H_
@@ -26,7 +26,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
-namespace {  // one translation unit: grid_sampler3d_backward.cpp
+namespace {  // internal to each element type's kernels_*.cpp
 
 template <typename T>
 constexpr bool kAccumulatesInBuffer = !std::is_same_v<T, ComputeType<T>>;

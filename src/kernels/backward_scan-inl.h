@@ -1,7 +1,7 @@
 // The backward kernel's scan: one slab of the volume per thread, each task visiting the grid
 // in order and writing only its slab (grids close to the identity; see ScanBackward).
 //
-// Compiled into each SIMD target: included by grid_sampler3d_backward.cpp (after
+// Compiled into each SIMD target: included by backward_kernel-inl.h (after
 // foreach_target.h) only; Highway's per-target include guard.
 #if defined(GS3D_KERNELS_BACKWARD_SCAN_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef GS3D_KERNELS_BACKWARD_SCAN_INL_H_
@@ -24,7 +24,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
-namespace {  // one translation unit: grid_sampler3d_backward.cpp
+namespace {  // internal to each element type's kernels_*.cpp
 
 // inputGrad by scanning, when the grid is close to the identity. A task that owns a slab of
 // the volume (planes [z_begin, z_end)) visits the grid's rows in one fixed order (bilinear: in

@@ -55,7 +55,7 @@ inline size_t ElementBytes(ElementType type) {
 }
 
 // The bilinear forward samples an input laid out NCDHW with at least this many channels from
-// a channels-last copy of one batch item in the workspace (grid_sampler3d_forward.cpp).
+// a channels-last copy of one batch item in the workspace (forward_kernel-inl.h).
 constexpr int64_t kChannelsLastCopyMinChannels = 4;  // measured at 4 (5% faster at (1, 4, 96)), 8, 16, 32
 
 // Whether it does: bilinear (nearest reads one voxel per point and channel: the copy cost
@@ -78,7 +78,7 @@ void RunForward(const ForwardArgs& args, void* workspace);
 
 // The bilinear backward with inputGrad laid out NCDHW (dense within each batch item) and at
 // least this many channels runs batch item by batch item with channels last
-// (grid_sampler3d_backward.cpp, ChannelsLastCopyBackward): the input copied into inputGrad's
+// (backward_kernel-inl.h, ChannelsLastCopyBackward): the input copied into inputGrad's
 // own memory as (D, H, W, C), inputGrad accumulated as (D, H, W, C) in the workspace (fp32
 // for fp16 and bf16), then copied out.
 constexpr int64_t kChannelsLastBackwardMinChannels = 4;  // measured: 4 gains, 2 loses (scalar channels)
@@ -109,5 +109,13 @@ inline bool BackwardFromChannelsLastCopy(const BackwardArgs& args) {
 // channels-last backward in one of a batch item's.
 size_t BackwardWorkspaceBytes(const BackwardArgs& args);
 void RunBackward(const BackwardArgs& args, void* workspace);
+
+// The kernels of one element type (float, double, Half, BFloat16), each type in its own
+// translation unit (kernels_float32.cpp and its siblings); RunForward and RunBackward
+// (kernel_entries.cpp) pick by args.type.
+template <typename T>
+void RunForwardOf(const ForwardArgs& args, void* workspace);
+template <typename T>
+void RunBackwardOf(const BackwardArgs& args, void* workspace);
 
 }  // namespace gs3d::kernels

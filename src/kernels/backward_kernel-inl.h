@@ -17,10 +17,17 @@
 // backward_blocks-inl.h), summing over channels in order; fp16/bf16 accumulate in an fp32
 // buffer and are rounded once at the end. Point by point (backward_point-inl.h) where the
 // blocks do not apply.
-// Compiled once per SIMD target (Highway foreach_target) like the forward kernel.
-#undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/grid_sampler3d_backward.cpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
+//
+// Compiled into each SIMD target of each element type's translation unit
+// (kernels_float32.cpp and its siblings, through kernel_entry-inl.h); Highway's
+// per-target include guard.
+#if defined(GS3D_KERNELS_BACKWARD_KERNEL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_BACKWARD_KERNEL_INL_H_
+#undef GS3D_KERNELS_BACKWARD_KERNEL_INL_H_
+#else
+#define GS3D_KERNELS_BACKWARD_KERNEL_INL_H_
+#endif
+
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
@@ -445,27 +452,17 @@ void Backward(const BackwardArgs& args, void* workspace) {
     if constexpr (kAccumulatesInBuffer<T>) StoreAccumulator(pb);
 }
 
-}  // namespace
-
-void RunBackwardForTarget(const BackwardArgs& args, void* workspace) {
-    Dispatch(args.type, args.options, [&](auto type_tag, auto interpolation, auto padding) {
-        Backward<typename decltype(type_tag)::type, decltype(interpolation)::value, decltype(padding)::value>(args,
-                                                                                                           workspace);
+// The backward of element type T, its modes dispatched.
+template <typename T>
+void BackwardOfType(const BackwardArgs& args, void* workspace) {
+    DispatchModes(args.options, [&](auto interpolation, auto padding) {
+        Backward<T, decltype(interpolation)::value, decltype(padding)::value>(args, workspace);
     });
 }
 
+}  // namespace
 }  // namespace HWY_NAMESPACE
 }  // namespace gs3d::kernels
 HWY_AFTER_NAMESPACE();
 
-#if HWY_ONCE
-namespace gs3d::kernels {
-
-HWY_EXPORT(RunBackwardForTarget);
-
-void RunBackward(const BackwardArgs& args, void* workspace) {
-    HWY_DYNAMIC_DISPATCH(RunBackwardForTarget)(args, workspace);
-}
-
-}  // namespace gs3d::kernels
-#endif  // HWY_ONCE
+#endif  // GS3D_KERNELS_BACKWARD_KERNEL_INL_H_

@@ -1,13 +1,20 @@
 // The forward kernel: out[n, c, d, h, w] = input sampled at grid[n, d, h, w].
 //
-// Compiled once per SIMD target (Google Highway's foreach_target) and chosen at run time,
-// so that floor, nearbyint and the channel loops use the best instructions the CPU has.
 // Threads split the rows (n, d, h) of the grid; every output element is written by one
 // thread, so the result does not depend on the thread count. -ffp-contract=off (see
 // CMakeLists.txt) keeps a * b + c two roundings on every target, as PyTorch computes it.
-#undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/grid_sampler3d_forward.cpp"
-#include <hwy/foreach_target.h>  // IWYU pragma: keep
+//
+// Compiled into each SIMD target (Google Highway's foreach_target, chosen at run time, so
+// that floor, nearbyint and the channel loops use the best instructions the CPU has) of each
+// element type's translation unit (kernels_float32.cpp and its siblings, through
+// kernel_entry-inl.h); Highway's per-target include guard.
+#if defined(GS3D_KERNELS_FORWARD_KERNEL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_FORWARD_KERNEL_INL_H_
+#undef GS3D_KERNELS_FORWARD_KERNEL_INL_H_
+#else
+#define GS3D_KERNELS_FORWARD_KERNEL_INL_H_
+#endif
+
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
@@ -419,12 +426,11 @@ void Forward(const ForwardArgs& args) {
     }
 }
 
-}  // namespace
-
-void RunForwardForTarget(const ForwardArgs& args, void* workspace) {
+// The forward of element type T, its modes dispatched.
+template <typename T>
+void ForwardOfType(const ForwardArgs& args, void* workspace) {
     const bool unit_channels = args.input.stride[1] == 1 && args.out.stride[1] == 1;
-    Dispatch(args.type, args.options, [&](auto type_tag, auto interpolation, auto padding) {
-        using T = typename decltype(type_tag)::type;
+    DispatchModes(args.options, [&](auto interpolation, auto padding) {
         constexpr Interpolation I = decltype(interpolation)::value;
         constexpr Padding P = decltype(padding)::value;
         if constexpr (I == Interpolation::kBilinear) {
@@ -438,24 +444,9 @@ void RunForwardForTarget(const ForwardArgs& args, void* workspace) {
     });
 }
 
+}  // namespace
 }  // namespace HWY_NAMESPACE
 }  // namespace gs3d::kernels
 HWY_AFTER_NAMESPACE();
 
-#if HWY_ONCE
-namespace gs3d::kernels {
-
-HWY_EXPORT(RunForwardForTarget);
-
-size_t ForwardWorkspaceBytes(const ForwardArgs& args) {
-    if (!SamplesFromChannelsLastCopy(args)) return 0;
-    const View5& in = args.input;
-    return static_cast<size_t>(in.size[1] * in.size[2] * in.size[3] * in.size[4]) * ElementBytes(args.type);
-}
-
-void RunForward(const ForwardArgs& args, void* workspace) {
-    HWY_DYNAMIC_DISPATCH(RunForwardForTarget)(args, workspace);
-}
-
-}  // namespace gs3d::kernels
-#endif  // HWY_ONCE
+#endif  // GS3D_KERNELS_FORWARD_KERNEL_INL_H_

@@ -1,0 +1,49 @@
+// The forward and backward kernels of one element type, GS3D_KERNEL_ELEMENT, defined by the
+// translation unit that includes this (kernels_float32.cpp and its siblings): their
+// per-target entries and, once, the dispatch to the best target, RunForwardOf<T> and
+// RunBackwardOf<T>.
+//
+// Included once per SIMD target (after foreach_target.h), like the translation unit itself:
+// no include guard.
+#include <hwy/highway.h>
+
+#include "kernels/backward_kernel-inl.h"
+#include "kernels/forward_kernel-inl.h"
+#include "kernels/grid_sampler3d_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gs3d::kernels {
+namespace HWY_NAMESPACE {
+namespace {
+
+void RunForwardForTarget(const ForwardArgs& args, void* workspace) {
+    ForwardOfType<GS3D_KERNEL_ELEMENT>(args, workspace);
+}
+
+void RunBackwardForTarget(const BackwardArgs& args, void* workspace) {
+    BackwardOfType<GS3D_KERNEL_ELEMENT>(args, workspace);
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace gs3d::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace gs3d::kernels {
+
+HWY_EXPORT(RunForwardForTarget);
+HWY_EXPORT(RunBackwardForTarget);
+
+template <>
+void RunForwardOf<GS3D_KERNEL_ELEMENT>(const ForwardArgs& args, void* workspace) {
+    HWY_DYNAMIC_DISPATCH(RunForwardForTarget)(args, workspace);
+}
+
+template <>
+void RunBackwardOf<GS3D_KERNEL_ELEMENT>(const BackwardArgs& args, void* workspace) {
+    HWY_DYNAMIC_DISPATCH(RunBackwardForTarget)(args, workspace);
+}
+
+}  // namespace gs3d::kernels
+#endif  // HWY_ONCE
