@@ -243,7 +243,8 @@ TEST(LargerProblems, RowsLongerThanASortSegmentMatchReference) {
 // to four vectors of 8-bit keys counts a slab's run in vectors (KeyRun), a longer one
 // (300 points: past AVX-512's 256) by binary search. Rows of 45 and 300 points whose D values
 // keep to a few planes or spread over the whole volume take each path; the suite runs on
-// every SIMD target, where the lane counts and so the cut-offs differ.
+// every SIMD target, where the lane counts and so the cut-offs differ (with at most 8 slabs,
+// AVX-512 sorts every row in vectors: the counting sort runs on AVX2, SSE4 and scalar).
 TEST(LargerProblems, SortedSlabRowsOfEveryKeySpreadMatchReference) {
     std::mt19937 rng(61);
     std::uniform_real_distribution<double> unit(-1.0, 1.0);

@@ -128,7 +128,8 @@ inline void SortSegment(uint8_t* HWY_RESTRICT keys, uint16_t* HWY_RESTRICT order
         return;
     }
     // A key costs the vector path a pass over the segment: there while the keys are at most
-    // a quarter of the lanes of 16 bits (AVX-512: 8 keys, AVX2: 4).
+    // a quarter of the lanes of 16 bits (AVX-512: 8 keys, so every row with kMaxSlabs = 8;
+    // AVX2: 4).
     const hn::ScalableTag<uint16_t> d16;
     if (4 * (high - low + 1) <= static_cast<int>(hn::Lanes(d16)))
         return SortSegmentFewKeys(d16, keys, order, count, low, high);
@@ -145,7 +146,7 @@ inline void SortSegment(uint8_t* HWY_RESTRICT keys, uint16_t* HWY_RESTRICT order
 // The run [begin, end) of `key` in a segment's sorted keys. Short segments (a row of up to
 // four vectors of keys) count the keys below and equal to it in vectors, with no branch to
 // mispredict: a binary search's branches go either way at random, twice per row that meets
-// the slab (about 6 of the 32 slabs per row at (2, 8, 64)).
+// the slab (2 or 3 of the 8 slabs per row at (2, 8, 64)).
 HWY_INLINE void KeyRun(const uint8_t* HWY_RESTRICT keys, int64_t count, uint8_t key, int64_t* begin, int64_t* end) {
     const hn::ScalableTag<uint8_t> d8;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(d8));
