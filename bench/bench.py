@@ -83,12 +83,17 @@ def run_child(threads, quick, selection):
     def median_times(*fns):
         """Medians of each function's times, the functions called in turn within every repeat:
         this host's speed drifts by up to 2x within minutes, and alternating calls let ours and
-        PyTorch's see the same phases, so that their ratio drifts less than either time."""
+        PyTorch's see the same phases, so that their ratio drifts less than either time. Every
+        other repeat calls them in reverse order: a call right after PyTorch's runs slower on
+        this host (its caches and vCPUs), and in a fixed order the same function would always
+        pay that (the deterministic call, third, measured 1.21x the default at (1, 32, 48) in
+        two runs of 2026-12-05, its separate rows 0.96-1.00x)."""
         for fn in fns:
             fn()  # warm-up
         times = [[] for _ in fns]
-        for _ in range(repeats):
-            for fn, fn_times in zip(fns, times):
+        for repeat in range(repeats):
+            order = list(zip(fns, times))
+            for fn, fn_times in (order if repeat % 2 == 0 else reversed(order)):
                 start = time.perf_counter()
                 result = fn()
                 elapsed = time.perf_counter() - start
