@@ -73,9 +73,11 @@ struct PreparedBlock {
     // and a packed fp32 gridGrad (packed_grid_grad): RunBlock loads and stores them in vectors.
     bool unit_grad_output = false, packed_grid_grad = false;
     // A scan task's slab (RestrictToSlab): whole, every corner inside is scattered and every
-    // gridGrad written; else scatter[k][i] (1 or 0) says which corners, owned[i] which gridGrad.
+    // gridGrad written; else scatter[k][i] (1 or 0) says which corners, point_scatter[i]
+    // whether all eight (inside and in the slab), owned[i] which gridGrad.
     bool whole = true;
     HWY_ALIGN S scatter[8][kBlock];
+    HWY_ALIGN S point_scatter[kBlock];
     bool owned[kBlock];
     HWY_ALIGN S gix[kBlock], giy[kBlock], giz[kBlock];  // the grid gradient's sums over the channels run so far
 };
@@ -217,11 +219,12 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
                 for (int k = 0; k < 8; ++k) q[acc_delta[k]] += wg[k][i];
             }
         } else {
-            // Points with every corner inside (most, even in a block at the border) without
-            // the per-corner tests.
+            // Points with every corner inside and scattered (most, even in a block at the
+            // border or in a row that meets two slabs) without the per-corner tests.
             const S(*scatter)[kBlock] = block.whole ? cells.inside : block.scatter;
+            const S* every_corner = block.whole ? cells.point_inside : block.point_scatter;
             for (int i = 0; i < count; ++i) {
-                if (block.whole && cells.point_inside[i] != 0) {
+                if (every_corner[i] != 0) {
                     S* HWY_RESTRICT q = acc_c + acc_base[i];
                     for (int k = 0; k < 8; ++k) q[acc_delta[k]] += wg[k][i];
                     continue;
