@@ -8,11 +8,13 @@
 // - Sorted slabs (SlabBackward, here; any grid): the input volume of each batch item is cut
 //   into slabs along D (a count that depends on D only). Grid points are binned by the slab
 //   of their first corner (a counting sort within each grid row, grid order kept within a
-//   key); a point's corners then touch its slab and the next one only. Phase 0 runs the
-//   even slabs in parallel, phase 1 the odd ones: no two tasks of a phase touch the same
-//   slab. Each element thus sums its contributions in a fixed order: the points of the
-//   slab before it, then its own, each in the order the task visits rows (row_order.h).
-//   Phase 0 zero-fills its two slabs before scattering.
+//   key); a point's corners then touch its slab and the next one only. The even slabs'
+//   tasks run in parallel (each zero-fills its two slabs first), and an odd slab's task once
+//   the even ones beside it are done (a task graph): no two tasks that touch the same slab
+//   run at once. Each element thus sums its contributions in a fixed order: the even
+//   slab's points, then the odd one's (a slab's first plane gets both: its own points and
+//   the corners z0 + 1 of the slab before), each in the order the tasks visit rows
+//   (row_order.h).
 // Both compute gridGrad in the same pass from the same corners (coordinates once per point,
 // backward_blocks-inl.h), summing over channels in order; fp16/bf16 accumulate in an fp32
 // buffer and are rounded once at the end. Point by point (backward_point-inl.h) where the
