@@ -21,9 +21,15 @@ if [ $# -lt 5 ]; then
 fi
 lib_a=$1 lib_b=$2 rounds=$3 threads=$4 driver=$5
 shift 5
+# The driver finds the library by its soname in LD_LIBRARY_PATH, so each file must carry that
+# name and lie in a folder of its own: else the run would load some other build, silently.
 for lib in "$lib_a" "$lib_b"; do
   [ -f "$lib" ] || { echo "ab_compare: no library at $lib" >&2; exit 2; }
+  [ "$(basename "$lib")" = libgridsampler3d.so.0 ] ||
+    { echo "ab_compare: $lib: name the copies libgridsampler3d.so.0 (the soname the driver loads)" >&2; exit 2; }
 done
+[ "$(cd "$(dirname "$lib_a")" && pwd -P)" != "$(cd "$(dirname "$lib_b")" && pwd -P)" ] ||
+  { echo "ab_compare: both libraries are in one folder; give each its own" >&2; exit 2; }
 [ -x "$driver" ] || { echo "ab_compare: no profile_driver at $driver" >&2; exit 2; }
 
 run() { local lib=$1; shift; OMP_NUM_THREADS=$threads LD_LIBRARY_PATH=$(dirname "$lib") "$driver" "$@" 2>&1 | tail -n 1; }
