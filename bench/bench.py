@@ -198,14 +198,16 @@ def stream_bandwidth():
     return best
 
 
-def bytes_moved(op, shape, dtype, layout):
+def bytes_moved(op, shape, dtype, layout, mode="bilinear"):
     """Bytes that must cross the memory bus at least once."""
     n, c, s = shape
     e = 4 if dtype == "fp32" else 2
     vol, pts = n * c * s ** 3, n * s ** 3
     if op == "forward":
         return vol * e + pts * 3 * e + vol * e  # input, grid, out
-    return vol * e + pts * 3 * e + vol * e + vol * e + pts * 3 * e  # gradOut, grid, input, inputGrad, gridGrad
+    # gradOut, grid, inputGrad, gridGrad; and the input, which the bilinear gridGrad reads
+    # (nearest's gridGrad is zero: its backward needs no input)
+    return vol * e + pts * 3 * e + vol * e + pts * 3 * e + (vol * e if mode == "bilinear" else 0)
 
 
 def main():
@@ -249,7 +251,7 @@ def report(results, rss, bandwidth, out_dir, quick):
     for r in results:
         op, shape, dtype, mode, padding, layout, det = r["case"]
         n, c, s = shape
-        moved = bytes_moved(op, shape, dtype, layout)
+        moved = bytes_moved(op, shape, dtype, layout, mode)
         rows.append({
             "op": op, "N": n, "C": c, "S": s, "dtype": dtype, "mode": mode, "padding": padding, "layout": layout,
             "deterministic": det, "threads": r["threads"], "ours_ms": r["ours_s"] * 1e3,
