@@ -12,7 +12,7 @@
 //                      [mode 0 bilinear|1 nearest] [padding 0|1|2] [layout ncdhw|ndhwc] [N]
 //                      [state hot|cold]
 //   LIB_A, LIB_B: two different files (e.g. /tmp/a/libgridsampler3d.so.0, /tmp/b/...).
-//   fp32 data; the workload is profile_driver's (identity grid plus Gaussian noise), in
+//   fp32 data; the workload is profile_driver's (registration_workload.h), in
 //   plain 64-byte-aligned memory as PyTorch's tensors are; cold: 64 MiB written before each
 //   call, which evicts the data from every cache level.
 #include <dlfcn.h>
@@ -22,13 +22,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "registration_workload.h"
 
 namespace {
 
@@ -119,18 +119,7 @@ int main(int argc, char** argv) {
     auto* grad = static_cast<float*>(Buffer(vol * 4));
     auto* grid = static_cast<float*>(Buffer(pts * 3 * 4));
     void *out = Buffer(vol * 4), *input_grad = Buffer(vol * 4), *grid_grad = Buffer(pts * 3 * 4);
-    std::mt19937 rng(1);
-    std::uniform_real_distribution<float> u(-1, 1);
-    std::normal_distribution<float> noise(0, noise_sigma > 0 ? noise_sigma : 1e-30f);
-    for (int64_t i = 0; i < vol; ++i) input[i] = u(rng), grad[i] = u(rng);
-    for (int64_t z = 0; z < batch * s; ++z)  // the batch items' depths one after another
-        for (int64_t y = 0; y < s; ++y)
-            for (int64_t x = 0; x < s; ++x) {
-                float* g = &grid[((z * s + y) * s + x) * 3];
-                g[0] = (2 * x + 1) / float(s) - 1 + noise(rng);
-                g[1] = (2 * y + 1) / float(s) - 1 + noise(rng);
-                g[2] = (2 * (z % s) + 1) / float(s) - 1 + noise(rng);
-            }
+    FillRegistrationWorkload(input, grad, grid, batch, c, s, noise_sigma);
     const int64_t vdims[5] = {batch, c, s, s, s}, gdims[5] = {batch, s, s, s, 3}, vstore[1] = {vol},
                   gstore[1] = {pts * 3};
     const int64_t ncdhw_strides[5] = {c * s * s * s, s * s * s, s * s, s, 1};

@@ -19,7 +19,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +27,7 @@
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
 #include "kernels/element_types.h"
+#include "registration_workload.h"
 
 int main(int argc, char** argv) {
     const std::string op = argc > 1 ? argv[1] : "backward";
@@ -65,19 +65,7 @@ int main(int argc, char** argv) {
     };
     const int64_t vol = batch * c * s * s * s, pts = batch * s * s * s;
     std::vector<float> input(vol), grad(vol), grid(pts * 3);
-    std::mt19937 rng(1);
-    std::uniform_real_distribution<float> u(-1, 1);
-    std::normal_distribution<float> noise(0, noise_sigma > 0 ? noise_sigma : 1e-30f);
-    for (auto& v : input) v = u(rng);
-    for (auto& v : grad) v = u(rng);
-    for (int64_t z = 0; z < batch * s; ++z)  // the batch items' depths one after another
-        for (int64_t y = 0; y < s; ++y)
-            for (int64_t x = 0; x < s; ++x) {
-                float* g = &grid[((z * s + y) * s + x) * 3];
-                g[0] = (2 * x + 1) / float(s) - 1 + noise(rng);
-                g[1] = (2 * y + 1) / float(s) - 1 + noise(rng);
-                g[2] = (2 * (z % s) + 1) / float(s) - 1 + noise(rng);
-            }
+    FillRegistrationWorkload(input.data(), grad.data(), grid.data(), batch, c, s, noise_sigma);
     // fp16/bf16 data: the same values converted into the front of the fp32 storage (below).
     const int64_t vdims[5] = {batch, c, s, s, s}, gdims[5] = {batch, s, s, s, 3}, vstore[1] = {vol}, gstore[1] = {pts * 3};
     void *out = device(vol * es), *input_grad = device(vol * es), *grid_grad = device(pts * 3 * es);
