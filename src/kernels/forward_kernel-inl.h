@@ -381,11 +381,11 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
                 for (int64_t c = 0; c < channels; ++c) {
                     T* out_c = out_row + c * out.stride[1] + w0 * out.stride[4];
                     // Streamed (non-temporal stores, StreamRun): nothing here reads the output
-                    // back. Measured with bench/ab_interleave, two threads, 30-40 pairs: (2, 8, 64)
-                    // 0.905, cold 0.916 and 0.950; (1, 4, 96) 0.947, cold 0.951; (1, 32, 48)
-                    // 0.893, cold 0.893. The block
-                    // path's output (C < 4) and the nearest forward's, streamed as well: slower,
-                    // (1, 1, 128) 1.06-1.15 and nearest 1.07-1.09, so they store as before.
+                    // back. Measured with bench/ab_interleave, two threads, 30-40 pairs:
+                    // (2, 8, 64) 0.905, cold 0.916 and 0.950; (1, 4, 96) 0.947, cold 0.951;
+                    // (1, 32, 48) 0.893, cold 0.893. The block path's output (C < 4) and the
+                    // nearest forward's, streamed as well, were slower ((1, 1, 128) 1.06-1.15,
+                    // nearest 1.07-1.09), so they store as before.
                     int64_t w = 0;
                     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
                         if (out.stride[4] == 1) w = StreamRun(by_channel + c * count, out_c, count);
