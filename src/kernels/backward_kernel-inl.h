@@ -40,7 +40,9 @@
 #include "kernels/simd_cells-inl.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -277,26 +279,36 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
     // waits only for the even tasks beside it (the one before zeroes its planes and writes
     // their first one; the one after zeroes and writes the plane past its end, where it
     // writes too), so each element still sums the even task's contributions before the odd
-    // one's, and a thread that finishes early takes an odd task whose neighbours are done
-    // instead of waiting for the last even task (perf: 6-7% of the (2, 8, 64) and (1, 4, 96)
-    // backward's samples in libgomp's wait, two threads).
-    std::vector<char> slab_done(static_cast<size_t>(pb.batch * slabs));  // dependence addresses only
+    // one's, and a thread that finishes early goes on to an odd task instead of waiting for
+    // the last even task (perf: 6-7% of the (2, 8, 64) and (1, 4, 96) backward's samples in
+    // libgomp's wait, two threads, with the barrier).
+    // Threads claim tasks from one counter, every even slab (item by item) before any odd
+    // one, so the even tasks an odd one waits for are already claimed by threads that wait
+    // for nothing: no deadlock, with any team size. The waits are release/acquire atomics,
+    // which ThreadSanitizer sees. (OpenMP tasks with `depend` did the same, but libomp hands
+    // a finished task's descriptor to the next task created, in another thread, through its
+    // own allocator: ThreadSanitizer with Archer then reported the reuse of the firstprivate
+    // copies as a race, intermittently, in CI's concurrency_test.)
+    const int64_t evens = (slabs + 1) / 2, odds = slabs / 2, tasks = pb.batch * slabs;
+    std::vector<std::atomic<int>> slab_done(static_cast<size_t>(tasks));
+    for (auto& done : slab_done) done.store(0, std::memory_order_relaxed);
+    std::atomic<int64_t> next_task{0};
+    auto wait_for = [&](int64_t task) {
+        while (slab_done[static_cast<size_t>(task)].load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    };
 #pragma omp parallel
-#pragma omp single
-    {
-        for (int64_t n = 0; n < pb.batch; ++n)
-            for (int64_t slab = 0; slab < slabs; slab += 2) {
-                char* self = &slab_done[n * slabs + slab];
-#pragma omp task firstprivate(n, slab) depend(out : self[0])
-                run_slab(n, slab);
-            }
-        for (int64_t n = 0; n < pb.batch; ++n)
-            for (int64_t slab = 1; slab < slabs; slab += 2) {
-                char* before = &slab_done[n * slabs + slab - 1];
-                char* after = slab + 1 < slabs ? &slab_done[n * slabs + slab + 1] : before;
-#pragma omp task firstprivate(n, slab) depend(in : before[0], after[0])
-                run_slab(n, slab);
-            }
+    for (int64_t k = next_task.fetch_add(1, std::memory_order_relaxed); k < tasks;
+         k = next_task.fetch_add(1, std::memory_order_relaxed)) {
+        int64_t n, slab;
+        if (k < pb.batch * evens) {
+            n = k / evens, slab = 2 * (k % evens);
+        } else {
+            n = (k - pb.batch * evens) / odds, slab = 2 * ((k - pb.batch * evens) % odds) + 1;
+            wait_for(n * slabs + slab - 1);
+            if (slab + 1 < slabs) wait_for(n * slabs + slab + 1);
+        }
+        run_slab(n, slab);
+        slab_done[static_cast<size_t>(n * slabs + slab)].store(1, std::memory_order_release);
     }
 }
 
