@@ -1,6 +1,7 @@
 #include "support/test_tensor.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -137,12 +138,14 @@ TestTensor::TestTensor(std::vector<int64_t> dims, aclDataType type, aclFormat fo
     int64_t last = offset_;
     for (size_t i = 0; i < rank; ++i) last += (std::max<int64_t>(dims_[i], 1) - 1) * strides_[i];
     const int64_t storage_elements = last + 1 + 3;  // a few spare elements past the view
-    storage_.assign(static_cast<size_t>(storage_elements * element_bytes_), kSentinel);
+    constexpr size_t kAlignment = 64;
+    storage_.assign(static_cast<size_t>(storage_elements * element_bytes_) + kAlignment - 1, kSentinel);
+    const auto misalignment = reinterpret_cast<uintptr_t>(storage_.data()) % kAlignment;
+    data_ = storage_.data() + (misalignment ? kAlignment - misalignment : 0);
     in_view_.assign(static_cast<size_t>(storage_elements), false);
     for (int64_t i = 0; i < count_; ++i) in_view_[static_cast<size_t>(StorageIndex(i))] = true;
     const int64_t storage_dims[1] = {storage_elements};
-    tensor_ = aclCreateTensor(dims_.data(), rank, type, strides_.data(), offset_, format, storage_dims, 1,
-                              storage_.data());
+    tensor_ = aclCreateTensor(dims_.data(), rank, type, strides_.data(), offset_, format, storage_dims, 1, data_);
     if (!tensor_) throw std::runtime_error("aclCreateTensor refused a test tensor");
 }
 
@@ -158,11 +161,11 @@ int64_t TestTensor::StorageIndex(int64_t linear) const {
 }
 
 void TestTensor::Set(int64_t linear, double value) {
-    EncodeExactElement(value, type_, &storage_[static_cast<size_t>(StorageIndex(linear) * element_bytes_)]);
+    EncodeExactElement(value, type_, &data_[static_cast<size_t>(StorageIndex(linear) * element_bytes_)]);
 }
 
 double TestTensor::Get(int64_t linear) const {
-    return DecodeElement(&storage_[static_cast<size_t>(StorageIndex(linear) * element_bytes_)], type_);
+    return DecodeElement(&data_[static_cast<size_t>(StorageIndex(linear) * element_bytes_)], type_);
 }
 
 void TestTensor::Fill(double value) {
@@ -173,7 +176,7 @@ bool TestTensor::OutsideViewUntouched() const {
     for (size_t e = 0; e < in_view_.size(); ++e) {
         if (in_view_[e]) continue;
         for (int64_t b = 0; b < element_bytes_; ++b)
-            if (storage_[e * static_cast<size_t>(element_bytes_) + static_cast<size_t>(b)] != kSentinel) return false;
+            if (data_[e * static_cast<size_t>(element_bytes_) + static_cast<size_t>(b)] != kSentinel) return false;
     }
     return true;
 }

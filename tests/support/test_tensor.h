@@ -52,7 +52,12 @@ class TestTensor {
     std::vector<int64_t> dims_, strides_;
     aclDataType type_;
     int64_t offset_, count_, element_bytes_;
+    // The storage's bytes start at data_, the first 64-byte boundary in storage_ (as
+    // aclrtMalloc's and PyTorch's memory do), so that the kernels' paths for aligned rows
+    // (streamed stores, kernels/channels_last_copy-inl.h) run in the tests too; malloc's
+    // own alignment (16 bytes, 16 past a page for large blocks) never met them.
     std::vector<unsigned char> storage_;
+    unsigned char* data_ = nullptr;
     std::vector<bool> in_view_;  // per storage element
     aclTensor* tensor_ = nullptr;
 };
