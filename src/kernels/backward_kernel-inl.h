@@ -10,7 +10,7 @@
 //   of their first corner (a counting sort within each grid row, grid order kept within a
 //   key); a point's corners then touch its slab and the next one only. The even slabs'
 //   tasks run in parallel (each zero-fills its two slabs first), and an odd slab's task once
-//   the even ones beside it are done (a task graph): no two tasks that touch the same slab
+//   the even ones beside it are done (SlabBackward's graph): no two tasks that touch the same slab
 //   run at once. Each element thus sums its contributions in a fixed order: the even
 //   slab's points, then the odd one's (a slab's first plane gets both: its own points and
 //   the corners z0 + 1 of the slab before), each in the order the tasks visit rows
@@ -179,7 +179,7 @@ HWY_INLINE void KeyRun(const uint8_t* HWY_RESTRICT keys, int64_t count, uint8_t 
 // - keys: every point's slab; each grid row's points sorted by key within segments of up to
 //   kSegmentPoints (SortSegment), with each segment's smallest and largest key;
 // - the even slabs' tasks in parallel, each odd slab's once the even ones beside it are
-//   done (a task graph). An even slab's task zero-fills its slab and the next; then a task
+//   done (a graph, below). An even slab's task zero-fills its slab and the next; then a task
 //   takes, from each segment whose key range holds its slab, the run of that segment's points
 //   with its key, in grid order within the row; the rows in bands (row_order.h), the same
 //   order for every task.
