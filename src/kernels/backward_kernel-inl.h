@@ -303,7 +303,8 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
         if (k < pb.batch * evens) {
             n = k / evens, slab = 2 * (k % evens);
         } else {
-            n = (k - pb.batch * evens) / odds, slab = 2 * ((k - pb.batch * evens) % odds) + 1;
+            const int64_t odd = k - pb.batch * evens;  // the odd slabs' own count, item by item
+            n = odd / odds, slab = 2 * (odd % odds) + 1;
             wait_for(n * slabs + slab - 1);
             if (slab + 1 < slabs) wait_for(n * slabs + slab + 1);
         }

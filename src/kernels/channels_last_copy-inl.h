@@ -123,14 +123,20 @@ void CopyToChannelsLast(const T* from, const int64_t stride[4], const int64_t si
 // 40 pairs; an A/A control gave 0.980-0.988): NCDHW backward (2, 8, 64) 0.927 and 0.938
 // (cold), (1, 32, 48) 0.971, (1, 4, 96) 0.977. The way there (the copy that the kernels then
 // read) streamed: forward (2, 8, 64) 1.29 (its reads then come from memory), not done.
-template <typename T>
-HWY_INLINE int64_t StreamRun(const T* HWY_RESTRICT from, T* HWY_RESTRICT to, int64_t count) {
-    const hn::ScalableTag<T> d;
-    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-    if (reinterpret_cast<uintptr_t>(to) % (lanes * sizeof(T)) != 0) return 0;
-    int64_t w = 0;
-    for (; w + lanes <= count; w += lanes) hn::Stream(hn::LoadU(d, from + w), d, to + w);
-    return w;
+// Only a copy without conversion of fp32 or fp64 streams (0 for the others: the caller
+// converts element by element).
+template <typename From, typename To>
+HWY_INLINE int64_t StreamRun(const From* HWY_RESTRICT from, To* HWY_RESTRICT to, int64_t count) {
+    if constexpr (std::is_same_v<From, To> && (std::is_same_v<To, float> || std::is_same_v<To, double>)) {
+        const hn::ScalableTag<To> d;
+        const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+        if (reinterpret_cast<uintptr_t>(to) % (lanes * sizeof(To)) != 0) return 0;
+        int64_t w = 0;
+        for (; w + lanes <= count; w += lanes) hn::Stream(hn::LoadU(d, from + w), d, to + w);
+        return w;
+    } else {
+        return 0;
+    }
 }
 
 // The way back: from a dense channels-last buffer (compute type S) into the batch item's
@@ -156,10 +162,7 @@ void CopyFromChannelsLast(const S* from, const int64_t stride[4], const int64_t 
             TransposePiece<false>(from_row + w0 * channels, staged, channels, count);
             for (int64_t c = 0; c < channels; ++c) {
                 T* run = to_row + c * stride[0] + w0 * stride[3];
-                int64_t w = 0;
-                if constexpr (std::is_same_v<S, T>) {
-                    if (stride[3] == 1) w = StreamRun(staged + c * count, run, count);
-                }
+                int64_t w = stride[3] == 1 ? StreamRun(staged + c * count, run, count) : 0;
                 for (; w < count; ++w) run[w * stride[3]] = FromCompute<T>(staged[c * count + w]);
             }
         }

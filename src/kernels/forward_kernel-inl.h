@@ -386,10 +386,7 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
                     // (1, 32, 48) 0.893, cold 0.893. The block path's output (C < 4) and the
                     // nearest forward's, streamed as well, were slower ((1, 1, 128) 1.06-1.15,
                     // nearest 1.07-1.09), so they store as before.
-                    int64_t w = 0;
-                    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-                        if (out.stride[4] == 1) w = StreamRun(by_channel + c * count, out_c, count);
-                    }
+                    int64_t w = out.stride[4] == 1 ? StreamRun(by_channel + c * count, out_c, count) : 0;
                     for (; w < count; ++w) out_c[w * out.stride[4]] = by_channel[c * count + w];
                 }
             }
