@@ -333,7 +333,9 @@ void GridGradOnly(const Problem<T>& pb) {
         args.input_grad = args.input;  // its geometry only: nothing is written through it
         const Problem<T> input_only(args, nullptr, args.input.stride);
         if (OffsetsFit<ComputeType<T>>(input_only.in_geometry)) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel
+            {
+#pragma omp for schedule(static) nowait
             for (int64_t row = 0; row < rows; ++row) {
                 const int64_t h = row % pb.out_h, d = row / pb.out_h % pb.out_d, n = row / (pb.out_h * pb.out_d);
                 const auto offsets = input_only.Row(n, d, h);
@@ -350,9 +352,12 @@ void GridGradOnly(const Problem<T>& pb) {
                         prepared.whole = false;
                         RunChannelsLastBlock<T, true>(input_only, n, prepared);
                     } else {
+                        prepared.stream_grid_grad = true;
                         RunBlock<T, true, false>(input_only, n, prepared, 0, input_only.channels);
                     }
                 }
+            }
+            hwy::FlushStream();  // this thread's streamed gridGrad, before the region's closing barrier
             }
             return;
         }

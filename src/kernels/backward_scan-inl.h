@@ -288,6 +288,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                 auto run_block = [&] {
                     PreparedBlock<S>& prepared = chunked.Next();
                     PrepareBlock<T, P, kGridGrad>(pb, points, prepared);
+                    prepared.stream_grid_grad = true;
                     RestrictToSlab(prepared, z_begin, z_end, depth);
                     chunked.Add();
                     points.count = 0;
@@ -321,6 +322,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         if constexpr (I == Interpolation::kNearest) flush();
         chunked.Run();
         pb.ZeroAccumulatorPlanes(n, zeroed_end, z_end);  // planes that no row reaches
+        hwy::FlushStream();  // the task's streamed gridGrad (stream_grid_grad), before the region's barrier
     }
     return true;
 }
