@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/backward_point-inl.h"
+#include "kernels/channels_last_copy-inl.h"  // StreamRun
 #include "kernels/simd_cells-inl.h"
 
 HWY_BEFORE_NAMESPACE();

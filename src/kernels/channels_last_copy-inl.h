@@ -116,9 +116,10 @@ void CopyToChannelsLast(const T* from, const int64_t stride[4], const int64_t si
 
 // Copies from[0, count) to to[0, count) with non-temporal stores where whole aligned vectors
 // fit; returns the count copied, from the start (the caller copies the rest and fences with
-// hwy::FlushStream). For outputs that nothing here reads again (the way back, below, and the
-// forward's NCDHW output from a copy): a plain store first reads each line it writes (the
-// read for ownership) and keeps it in the caches. Measured for the way back with
+// hwy::FlushStream). For outputs that nothing here reads again (the way back, below, the
+// forward's NCDHW output from a copy, and the backward's packed gridGrad in RunBlock): a
+// plain store first reads each line it writes (the read for ownership) and keeps it in the
+// caches. Measured for the way back with
 // bench/ab_interleave (two threads, calls of the two builds in turn, median of the ratios of
 // 40 pairs; an A/A control gave 0.980-0.988): NCDHW backward (2, 8, 64) 0.927 and 0.938
 // (cold), (1, 32, 48) 0.971, (1, 4, 96) 0.977. The way there (the copy that the kernels then
