@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <type_traits>
 
 #include "kernels/backward_blocks-inl.h"
@@ -204,8 +205,12 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     const int64_t average_span = spanning_rows ? (spans + spanning_rows - 1) / spanning_rows : 1;
     if (4 * average_span > depth && depth > 4) return false;
 
+    // Tasks: batch x slab_count, a multiple of the threads, with as few slabs per item as that
+    // allows (a batch of two on two threads: one slab, the whole volume, per task). A slab's
+    // cut costs: the rows that meet two slabs are read and prepared by both tasks.
     const int64_t threads = std::max(1, omp_get_max_threads());
-    const int64_t slab_count = std::max<int64_t>(1, std::min(threads, depth / std::max<int64_t>(1, average_span)));
+    const int64_t per_item = threads / std::gcd(threads, std::max<int64_t>(1, pb.batch));
+    const int64_t slab_count = std::max<int64_t>(1, std::min(per_item, depth / std::max<int64_t>(1, average_span)));
     const int64_t slab_depth = (depth + slab_count - 1) / slab_count;
     const int64_t slabs = (depth + slab_depth - 1) / slab_depth;
     const hn::ScalableTag<S> dv;
