@@ -63,7 +63,10 @@ def run_child(threads, quick, selection):
     torch.set_num_threads(threads)
     view = lambda t: _torch._view(t, "tensor")
     dtypes = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-    repeats = 3 if quick else 7
+    # 15 (7 until the fifteenth session): on this host one call's time spreads by about
+    # +-10% around its median from call to call (bench/ab_after_torch.py's quartiles), and
+    # 15 samples pin the median closer than 7. The time is mostly PyTorch's calls (1-2 min).
+    repeats = 3 if quick else 15
     data_cache = {}
     results = []
 
