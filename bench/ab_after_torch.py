@@ -24,7 +24,8 @@ import statistics
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 
 
 def main():
@@ -44,6 +45,8 @@ def main():
 
     import torch
     sys.path.insert(0, os.path.join(ROOT, "python"))  # the package of this checkout
+    sys.path.insert(0, HERE)
+    from bench import registration_workload
     from gridsampler3d import _arguments, _runtime, _torch
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
@@ -57,13 +60,7 @@ def main():
         _runtime._thread_state()
         states[name] = (_runtime._lib, _runtime._threads.state)
 
-    n, c, s = args.n, args.c, args.s  # the workload of bench.py
-    gen = torch.Generator().manual_seed(0)
-    inp = torch.rand(n, c, s, s, s, generator=gen) * 2 - 1
-    theta = torch.eye(3, 4).unsqueeze(0).repeat(n, 1, 1)
-    grid = torch.nn.functional.affine_grid(theta, (n, c, s, s, s), align_corners=False)
-    grid = (grid + torch.randn(grid.shape, generator=gen) * 0.05).contiguous()
-    grad = torch.rand(n, c, s, s, s, generator=gen) * 2 - 1
+    inp, grid, grad = registration_workload((args.n, args.c, args.s))
     mode = _arguments.interpolation_code(args.mode)
     padding = _arguments.padding_code(args.padding)
     view = lambda t: _torch._view(t, "tensor")

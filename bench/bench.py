@@ -55,6 +55,21 @@ def cases(quick):
 
 
 # ----------------------------------------------------------------------------- child side
+def registration_workload(shape):
+    """The benchmark's data for (N, C, S): input and gradOutput (N, C, S, S, S) uniform in
+    [-1, 1), grid the identity affine_grid plus N(0, 0.05) noise, contiguous; the same values
+    on every call (seeded). Also bench/ab_after_torch.py's."""
+    import torch
+    n, c, s = shape
+    gen = torch.Generator().manual_seed(0)
+    inp = torch.rand(n, c, s, s, s, generator=gen) * 2 - 1
+    theta = torch.eye(3, 4).unsqueeze(0).repeat(n, 1, 1)
+    grid = torch.nn.functional.affine_grid(theta, (n, c, s, s, s), align_corners=False)
+    grid = grid + torch.randn(grid.shape, generator=gen) * 0.05
+    grad = torch.rand(n, c, s, s, s, generator=gen) * 2 - 1
+    return inp, grid.contiguous(), grad
+
+
 def run_child(threads, quick, selection):
     import torch
     sys.path.insert(0, os.path.join(ROOT, "python"))  # the package of this checkout
@@ -72,15 +87,8 @@ def run_child(threads, quick, selection):
 
     def data(shape):
         if shape not in data_cache:
-            n, c, s = shape
-            gen = torch.Generator().manual_seed(0)
-            inp = torch.rand(n, c, s, s, s, generator=gen) * 2 - 1
-            theta = torch.eye(3, 4).unsqueeze(0).repeat(n, 1, 1)
-            grid = torch.nn.functional.affine_grid(theta, (n, c, s, s, s), align_corners=False)
-            grid = grid + torch.randn(grid.shape, generator=gen) * 0.05
-            grad = torch.rand(n, c, s, s, s, generator=gen) * 2 - 1
             data_cache.clear()
-            data_cache[shape] = (inp, grid.contiguous(), grad)
+            data_cache[shape] = registration_workload(shape)
         return data_cache[shape]
 
     def median_times(*fns):
