@@ -40,6 +40,9 @@ def main():
     parser.add_argument("--padding", default="zeros", choices=("zeros", "border", "reflection"))
     parser.add_argument("--pairs", type=int, default=30)
     args = parser.parse_args()
+    for path in (args.lib_a, args.lib_b):
+        if not os.path.isfile(path):
+            sys.exit(f"ab_after_torch: no library file {path}")
     if os.path.realpath(args.lib_a) == os.path.realpath(args.lib_b):
         sys.exit("ab_after_torch: LIB_A and LIB_B must be different files (each is loaded once)")
 
