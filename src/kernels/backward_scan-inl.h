@@ -205,8 +205,9 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     const int64_t average_span = spanning_rows ? (spans + spanning_rows - 1) / spanning_rows : 1;
     if (4 * average_span > depth && depth > 4) return false;
 
-    // Tasks: batch x slab_count, a multiple of the threads, with as few slabs per item as that
-    // allows (a batch of two on two threads: one slab, the whole volume, per task). A slab's
+    // Tasks: batch x slab_count, a multiple of the threads with as few slabs per item as that
+    // allows (a batch of two on two threads: one slab, the whole volume, per task), unless the
+    // rows' spread leaves room for fewer slabs still (no slab thinner than it). A slab's
     // cut costs: the rows that meet two slabs are read and prepared by both tasks. Measured
     // against one slab per thread and item (bench/ab_interleave, then ab_after_torch.py, two
     // threads): bilinear (2, 1, 64) 0.84/0.81, then 0.83/0.84; nearest (2, 8, 64) 0.93/0.95
