@@ -160,6 +160,13 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
     const auto* acc_base = block.acc_base;
     const auto* in_base = pb.same_geometry ? block.acc_base : block.in_base;
     HWY_ALIGN S g[kBlock], v[8][kBlock], wg[8][kBlock];
+    // Corners x0 and x0 + 1 next to each other in the accumulator (its W stride 1): each
+    // point's scatter as four read-modify-writes of pairs, whose values (wg[k], wg[k + 1])
+    // lie side by side in wg_pairs. The same adds to the same elements in the same order.
+    const int64_t* acc_delta = pb.acc_geometry.corner_delta;
+    const hn::CappedTag<S, 2> pair;  // one lane on HWY_SCALAR: no pairs there
+    const bool x_pairs = kScatter && hn::MaxLanes(pair) == 2 && acc_delta[1] - acc_delta[0] == 1;
+    HWY_ALIGN S wg_pairs[4][2 * kBlock];
     S* HWY_RESTRICT gix = block.gix;
     S* HWY_RESTRICT giy = block.giy;
     S* HWY_RESTRICT giz = block.giz;
@@ -176,8 +183,12 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
     auto channel_terms = [&](auto all_inside) HWY_ATTR {
         for (int i = 0; i < padded; i += lanes) {
             const auto vg = hn::Load(d, g + i);
-            if constexpr (kScatter)
+            if constexpr (kScatter) {
                 for (int k = 0; k < 8; ++k) hn::Store(hn::Mul(hn::Load(d, cells.weight[k] + i), vg), d, wg[k] + i);
+                if (x_pairs)
+                    for (int k = 0; k < 8; k += 2)
+                        hn::StoreInterleaved2(hn::Load(d, wg[k] + i), hn::Load(d, wg[k + 1] + i), d, wg_pairs[k / 2] + 2 * i);
+            }
             if constexpr (kGridGrad) {
                 auto gx = hn::Load(d, gix + i), gy = hn::Load(d, giy + i), gz = hn::Load(d, giz + i);
                 const decltype(gx) wxs[2] = {hn::Load(d, cells.wx[0] + i), hn::Load(d, cells.wx[1] + i)},
@@ -203,7 +214,17 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
             }
         }
     };
-    const int64_t* acc_delta = pb.acc_geometry.corner_delta;
+    // Point i's eight corners from q, in pairs (x_pairs) or one by one.
+    auto scatter_point = [&](S* HWY_RESTRICT q, int i) HWY_ATTR {
+        if (x_pairs) {
+            for (int k = 0; k < 8; k += 2) {
+                S* HWY_RESTRICT to = q + acc_delta[k];
+                hn::StoreU(hn::Add(hn::LoadU(pair, to), hn::LoadU(pair, wg_pairs[k / 2] + 2 * i)), pair, to);
+            }
+        } else {
+            for (int k = 0; k < 8; ++k) q[acc_delta[k]] += wg[k][i];
+        }
+    };
     for (int64_t c = c_begin; c < c_end; ++c) {
         const T* gout_c = pb.gout + c * a.grad_output.stride[1];
         int loaded = 0;
@@ -223,10 +244,7 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
         if constexpr (!kScatter) continue;
         S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
         if (cells.all_inside && block.whole) {
-            for (int i = 0; i < count; ++i) {
-                S* HWY_RESTRICT q = acc_c + acc_base[i];
-                for (int k = 0; k < 8; ++k) q[acc_delta[k]] += wg[k][i];
-            }
+            for (int i = 0; i < count; ++i) scatter_point(acc_c + acc_base[i], i);
         } else {
             // Points with every corner inside and scattered (most, even in a block at the
             // border or in a row that meets two slabs) without the per-corner tests.
@@ -234,8 +252,7 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
             const S* every_corner = block.whole ? cells.point_inside : block.point_scatter;
             for (int i = 0; i < count; ++i) {
                 if (every_corner[i] != 0) {
-                    S* HWY_RESTRICT q = acc_c + acc_base[i];
-                    for (int k = 0; k < 8; ++k) q[acc_delta[k]] += wg[k][i];
+                    scatter_point(acc_c + acc_base[i], i);
                     continue;
                 }
                 for (int k = 0; k < 8; ++k)
