@@ -116,7 +116,7 @@ HWY_INLINE void ForEachRowBlockDepth(const Problem<T>& pb, int64_t n, int64_t d,
 // (B) RunBlock, per channel: gradOutput, the corner values gathered, the grid gradient's
 //     terms in vector form, in PyTorch's order, with corners outside masked out (so that NaN
 //     and inf behave as in PyTorch, which skips them); w * g in vector form, then a scalar
-//     scatter into inputGrad in the block's point order;
+//     scatter into inputGrad in the block's point order (corners x0 and x0 + 1 as pairs);
 // (C) RunBlock: gridGrad = d(index)/d(grid) * the sums.
 // The caller checks OffsetsFit for both geometries.
 template <typename T, Padding P, bool kGridGrad, typename S = ComputeType<T>>
