@@ -186,12 +186,13 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
     auto channel_terms = [&](auto all_inside) HWY_ATTR {
         for (int i = 0; i < padded; i += lanes) {
             const auto vg = hn::Load(d, g + i);
-            if constexpr (kScatter) {
-                for (int k = 0; k < 8; ++k) hn::Store(hn::Mul(hn::Load(d, cells.weight[k] + i), vg), d, wg[k] + i);
-                if (x_pairs)
-                    for (int k = 0; k < 8; k += 2)
-                        hn::StoreInterleaved2(hn::Load(d, wg[k] + i), hn::Load(d, wg[k + 1] + i), d, wg_pairs[k / 2] + 2 * i);
-            }
+            if constexpr (kScatter)
+                for (int k = 0; k < 8; k += 2) {
+                    const auto first = hn::Mul(hn::Load(d, cells.weight[k] + i), vg);
+                    const auto second = hn::Mul(hn::Load(d, cells.weight[k + 1] + i), vg);
+                    hn::Store(first, d, wg[k] + i), hn::Store(second, d, wg[k + 1] + i);
+                    if (x_pairs) hn::StoreInterleaved2(first, second, d, wg_pairs[k / 2] + 2 * i);
+                }
             if constexpr (kGridGrad) {
                 auto gx = hn::Load(d, gix + i), gy = hn::Load(d, giy + i), gz = hn::Load(d, giz + i);
                 const decltype(gx) wxs[2] = {hn::Load(d, cells.wx[0] + i), hn::Load(d, cells.wx[1] + i)},
