@@ -157,12 +157,16 @@ HWY_INLINE int CountBeside(const Offset* HWY_RESTRICT base, int count) {
     const int lanes = static_cast<int>(hn::Lanes(d));
     int beside = 0;
     if (count <= lanes) {
-        for (int i = 1; i < count; ++i) beside += base[i] - base[i - 1] == 1 || base[i - 1] - base[i] == 1;
+        for (int i = 1; i < count; ++i) {
+            const int64_t step = int64_t{base[i]} - base[i - 1];  // int32 offsets: no overflow
+            beside += step == 1 || step == -1;
+        }
         return beside;
     }
     const auto one = hn::Set(d, Offset(1)), minus_one = hn::Set(d, Offset(-1));
     for (int i = 1;; i += lanes) {
         const int at = std::min(i, count - lanes);  // pairs (at - 1 + l, at + l), l < lanes
+        // Lanes wrap on overflow; a wrapped step of 1 would need offsets 2^32 apart.
         const auto step = hn::Sub(hn::LoadU(d, base + at), hn::LoadU(d, base + at - 1));
         beside += static_cast<int>(hn::CountTrue(d, hn::Or(hn::Eq(step, one), hn::Eq(step, minus_one))));
         if (at + lanes >= count) return beside;
