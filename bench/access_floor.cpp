@@ -25,7 +25,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "acl/acl.h"
@@ -62,9 +61,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     const int64_t points = s * s * s;
-    // The floor writes a gridGrad of its own: the library's, left dirty in the other core's
-    // caches by the floor's stores, made the library's streamed gridGrad stores slow (one
-    // thread, (1, 1, 128): 73 ms against 45-49).
+    // The floor writes a gridGrad of its own: the library's outputs are the library's alone.
     std::vector<float> input(points), grad(points), grid(points * 3), input_grad(points), grid_grad(points * 3),
         floor_grid_grad(points * 3);
     FillRegistrationWorkload(input.data(), grad.data(), grid.data(), 1, 1, s, noise);
@@ -73,7 +70,7 @@ int main(int argc, char** argv) {
     const int threads = std::max(1, omp_get_max_threads());
     const int64_t slab_depth = (s + threads - 1) / threads;
     std::vector<std::vector<PointRecord>> records(threads);
-    const int64_t band = gs3d::kernels::BandRows(s * static_cast<int64_t>(sizeof(float)), 2 << 10);
+    const int64_t band = gs3d::kernels::BandRows(s * static_cast<int64_t>(sizeof(float)), gs3d::kernels::kScanBandBytes);
     for (gs3d::kernels::BandedRows row(s, s, band); !row.Done(); row.Next())
         for (int64_t w = 0; w < s; ++w) {
             const int64_t p = (row.d * s + row.h) * s + w;

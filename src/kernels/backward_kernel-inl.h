@@ -225,7 +225,8 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
     const int64_t vol_d = a.input.size[2];
     // Rows in bands (row_order.h); a slab is thin, so a band may be wide (measured, (1, 4, 96)
     // channels last, one thread: 8-16 rows 50-52 ms, plane after plane 62-85).
-    const int64_t band = BandRows(a.input.size[4] * pb.channels * static_cast<int64_t>(sizeof(ComputeType<T>)), 16 << 10);
+    const int64_t row_bytes = a.input.size[4] * pb.channels * static_cast<int64_t>(sizeof(ComputeType<T>));
+    const int64_t band = BandRows(row_bytes, kSortedBandBytes);
     auto run_slab = [&](int64_t n, int64_t slab) {
         if (slab % 2 == 0)  // zero this slab and the next: no task has written them yet
             pb.ZeroAccumulatorPlanes(n, slab * plan.slab_depth, std::min(vol_d, (slab + 2) * plan.slab_depth));

@@ -280,8 +280,9 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         // Bilinear: in bands (row_order.h), thin ones, as the task's slab is thick (measured,
         // (1, 1, 128) one thread: 4 rows 58-62 ms, 16 rows 61-65, plane after plane 70-79).
         // Nearest, one voxel per point, gained nothing measurable: plane after plane.
-        const int64_t band =
-            I == Interpolation::kBilinear ? BandRows(a.input.size[4] * static_cast<int64_t>(sizeof(S)), 2 << 10) : pb.out_h;
+        const int64_t band = I == Interpolation::kBilinear
+                                 ? BandRows(a.input.size[4] * static_cast<int64_t>(sizeof(S)), kScanBandBytes)
+                                 : pb.out_h;
         for (BandedRows row(pb.out_d, pb.out_h, band); !row.Done(); row.Next()) {
             const int64_t d = row.d, h = row.h;
             const int64_t r = n * rows + d * pb.out_h + h;

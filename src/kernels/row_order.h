@@ -26,6 +26,12 @@ inline int64_t BandRows(int64_t row_bytes, int64_t band_bytes) {
     return std::max<int64_t>(4, band_bytes / std::max<int64_t>(1, row_bytes));
 }
 
+// The bands' bytes (measured where they are used): thin for the scan, whose task's slab is
+// thick; wider for the sorted plan, whose slabs are thin. bench/access_floor visits the
+// scan's order with the same constant.
+constexpr int64_t kScanBandBytes = 2 << 10;
+constexpr int64_t kSortedBandBytes = 16 << 10;
+
 // The grid rows of a batch item in band order: the bands of `band` rows along H one after
 // another, each band plane after plane (d), its rows in order (h). A cursor, advanced by
 // increments, for a plain loop:
