@@ -299,6 +299,45 @@ TEST(LargerProblems, ForwardCopyOfWideRowsMatchesReference) {
         }
 }
 
+// A smooth grid close to the identity (a registration's field): where a whole vector of
+// points has its first corners side by side along x, the fp32 kernels load those corners
+// as runs of the volume's rows instead of gathering them (LoadCornerPairs). Rows of 100
+// points (blocks of 64 and 36), every corner inside, an x displacement whose slope lets
+// some vectors' corners run side by side and breaks others' (checked for 8 and 16 lanes
+// when the test was written: both kinds in both blocks), so that a block mixes loads and
+// gathers; forward and backward against the reference, zeros and border padding.
+TEST(SmoothGrids, CornersSideBySideMatchReference) {
+    const int64_t d = 6, h = 6, w = 110, od = 3, oh = 3, ow = 100;
+    for (int padding : {0, 1}) {
+        const RefOptions options{0, padding, false};
+        BackwardCase bc(ACL_FLOAT, 1, 1, d, h, w, od, oh, ow, 71);
+        // Source index i along an axis of `size` voxels, as a grid value (align_corners
+        // false), in steps of 2^-16 so that fp32 holds it exactly.
+        auto grid_value = [](double i, int64_t size) { return std::round(((2 * i + 1) / size - 1) * 65536) / 65536; };
+        for (int64_t z = 0; z < od; ++z)
+            for (int64_t y = 0; y < oh; ++y)
+                for (int64_t x = 0; x < ow; ++x) {
+                    bc.grid_values.at(0, z, y, x, 0) = grid_value(x + 2.25 + 0.6 * std::sin(x / 9.0), w);
+                    bc.grid_values.at(0, z, y, x, 1) = grid_value(y + 1.3 + 0.1 * z, h);
+                    bc.grid_values.at(0, z, y, x, 2) = grid_value(z + 1.4 + 0.05 * y, d);
+                }
+        StoreGrid(bc.grid_values, &bc.grid);
+        TestTensor out({1, 1, od, oh, ow}, ACL_FLOAT);
+        ASSERT_EQ(RunForward(bc.input.get(), bc.grid.get(), options, out.get()), ACLNN_SUCCESS);
+        EXPECT_EQ(CompareArrays(LoadVolume(out, false), ReferenceForward(bc.input_values, bc.grid_values, options),
+                                ACL_FLOAT),
+                  "")
+            << "padding " << padding;
+        ASSERT_EQ(bc.Run(std::nullopt, options), ACLNN_SUCCESS);
+        Array5 expected_input_grad, expected_grid_grad;
+        ReferenceBackward(bc.grad_values, bc.input_values, bc.grid_values, options, &expected_input_grad,
+                          &expected_grid_grad);
+        EXPECT_EQ(CompareArrays(LoadVolume(bc.input_grad, false), expected_input_grad, ACL_FLOAT), "")
+            << "padding " << padding;
+        EXPECT_EQ(CompareArrays(LoadGrid(bc.grid_grad), expected_grid_grad, ACL_FLOAT), "") << "padding " << padding;
+    }
+}
+
 // The backward with a dense NCDHW inputGrad and 4 channels or more runs with channels last
 // (the input copied into inputGrad's memory, gradOutput's channels gathered, inputGrad
 // accumulated in the workspace and copied out): inputs and gradOutput in other layouts
