@@ -299,13 +299,12 @@ TEST(LargerProblems, ForwardCopyOfWideRowsMatchesReference) {
         }
 }
 
-// A smooth grid close to the identity (a registration's field): where a whole vector of
-// points has its first corners side by side along x, the fp32 kernels load those corners
-// as runs of the volume's rows instead of gathering them (LoadCornerPairs). Rows of 100
-// points (blocks of 64 and 36), every corner inside, an x displacement whose slope lets
-// some vectors' corners run side by side and breaks others' (checked for 8 and 16 lanes
-// when the test was written: both kinds in both blocks), so that a block mixes loads and
-// gathers; forward and backward against the reference, zeros and border padding.
+// A smooth grid close to the identity (a registration's field, unlike the noisy grids
+// above): whole vectors of points have their first corners side by side along x, which
+// the backward's scatter takes one element at a time (RunBlock), and the x displacement's
+// slope breaks some of those runs (checked for 8 and 16 lanes when the test was written:
+// both kinds in both blocks). Rows of 100 points (blocks of 64 and 36), every corner
+// inside; forward and backward against the reference, zeros and border padding.
 TEST(SmoothGrids, CornersSideBySideMatchReference) {
     const int64_t d = 6, h = 6, w = 110, od = 3, oh = 3, ow = 100;
     for (int padding : {0, 1}) {

@@ -427,35 +427,6 @@ struct BlockCells {
     template <typename T>
     HWY_INLINE void LoadCornerPairs(const T* HWY_RESTRICT volume, const Offset* HWY_RESTRICT base, const int64_t* delta,
                                     S (*HWY_RESTRICT v)[kBlock]) const {
-        // Vectors of points whose first corners are neighbours along x (base + i, + 1, + 2,
-        // ...: a grid close to the identity, as smooth fields are): their corners are runs
-        // of the rows, loaded whole instead of gathered (the gathers cost per lane whether
-        // the lanes are neighbours or not). Only full vectors of a block with every corner
-        // inside, so that every element loaded is a corner of one of its points. Looked for
-        // only where the first vector is such a run, and the loop without runs kept apart:
-        // checking every vector in one loop cost the noisy forward 2-4%.
-        const hn::ScalableTag<S> d;
-        const hn::RebindToSigned<decltype(d)> di;
-        const int lanes = static_cast<int>(hn::Lanes(d));
-        HWY_ALIGN uint8_t run[kBlock];
-        bool any_run = false;
-        if (all_inside && count >= lanes && int64_t{base[lanes - 1]} - base[0] == lanes - 1) {
-            const auto iota = hn::Iota(di, 0);
-            for (int i = 0; i + lanes <= count; i += lanes) {
-                run[i / lanes] = hn::AllTrue(di, hn::Eq(hn::Load(di, base + i), hn::Add(hn::Set(di, base[i]), iota)));
-                any_run |= run[i / lanes] != 0;
-            }
-        }
-        if (any_run)
-            LoadCornerPairsOrRuns<true>(volume, base, delta, run, v);
-        else
-            LoadCornerPairsOrRuns<false>(volume, base, delta, run, v);
-    }
-
-    // LoadCornerPairs' loop; kRuns: the vectors marked in `run` loaded whole.
-    template <bool kRuns, typename T>
-    HWY_INLINE void LoadCornerPairsOrRuns(const T* HWY_RESTRICT volume, const Offset* HWY_RESTRICT base,
-                                          const int64_t* delta, const uint8_t* run, S (*HWY_RESTRICT v)[kBlock]) const {
         const hn::ScalableTag<S> d;
         const hn::RebindToSigned<decltype(d)> di;
         const hn::Half<decltype(di)> dhalf;
@@ -464,18 +435,9 @@ struct BlockCells {
         const auto* pairs = reinterpret_cast<const double*>(volume);
         const auto one = hn::Set(di, 1);
         const auto zero = hn::Zero(d);
-        const int lanes = static_cast<int>(hn::Lanes(d));
         for (int k = 0; k < 8; k += 2) {
             const auto dk = hn::Set(di, static_cast<Offset>(delta[k]));
-            for (int i = 0; i < padded; i += lanes) {
-                if constexpr (kRuns) {
-                    if (i + lanes <= count && run[i / lanes]) {
-                        const T* row = volume + (static_cast<int64_t>(base[i]) + delta[k]);
-                        hn::Store(hn::LoadU(d, row), d, v[k] + i);
-                        hn::Store(hn::LoadU(d, row + 1), d, v[k + 1] + i);
-                        continue;
-                    }
-                }
+            for (int i = 0; i < padded; i += static_cast<int>(hn::Lanes(d))) {
                 auto index = hn::Add(hn::Load(di, base + i), dk);
                 auto only_second = hn::FirstN(d, 0), only_first = hn::FirstN(d, 0);
                 if (!all_inside) {
