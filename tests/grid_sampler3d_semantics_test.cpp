@@ -300,11 +300,12 @@ TEST(LargerProblems, ForwardCopyOfWideRowsMatchesReference) {
 }
 
 // A smooth grid close to the identity (a registration's field, unlike the noisy grids
-// above): whole vectors of points have their first corners side by side along x, which
-// the backward's scatter takes one element at a time (RunBlock), and the x displacement's
-// slope breaks some of those runs (checked for 8 and 16 lanes when the test was written:
-// both kinds in both blocks). Rows of 100 points (blocks of 64 and 36), every corner
-// inside; forward and backward against the reference, zeros and border padding.
+// above): most points have their first corner one element from the point before's, so the
+// backward's scatter takes their blocks one element at a time (RunBlock's CountBeside), and
+// the x displacement's slope breaks some of those runs (checked when the test was written:
+// vectors of 8 and of 16 points of both kinds in both blocks). Rows of 100 points (blocks
+// of 64 and 36), every corner inside; forward and backward against the reference, zeros
+// and border padding.
 TEST(SmoothGrids, CornersSideBySideMatchReference) {
     const int64_t d = 6, h = 6, w = 110, od = 3, oh = 3, ow = 100;
     for (int padding : {0, 1}) {
