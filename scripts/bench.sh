@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh >/dev/null
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} /usr/bin/python3 bench/bench.py "$@"
-# The one-channel backward against the floor of its memory accesses at (1, 1, 128), the
-# issue's slowest shape against PyTorch (bench/access_floor.cpp; about 5 seconds).
-OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} build/bench/access_floor 128 0.05 20
+# The backward against the floor of its memory accesses at the four shapes
+# (bench/access_floor.cpp; about 15 seconds): the one-channel scan at (1, 1, 128), and the
+# channels-last blocks (the library's NDHWC and NCDHW calls) at the three others.
+for shape in "128 0.05 20 1 1" "96 0.05 20 4 1" "64 0.05 20 8 2" "48 0.05 20 32 1"; do
+    # shellcheck disable=SC2086  # the shape's words are the program's arguments
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} build/bench/access_floor $shape
+done
