@@ -30,7 +30,17 @@
 // same blocks between copies of the input to channels last and of inputGrad back, and
 // gradOutput's channels gathered from C planes).
 //
-// Usage: access_floor [S 128] [noise 0.05] [rounds 20] [C 1] [N 1]   (threads: OMP_NUM_THREADS)
+// With "nearest" (any C, NCDHW) it models the nearest backward's scan instead: each batch item
+// cut into as few slabs of planes as make the tasks a multiple of the threads (the scan's
+// split), a task taking the item's rows in grid order and the points whose voxel lies in its
+// slab, each plane zeroed (all channels) just before the first row that reaches it,
+// each row's gridGrad zeros written, and the points that fall inside gathered into chunks of
+// 1024 whose scatter runs channel pair by channel pair: per point and channel, gradOutput read
+// and one element of inputGrad read-modified-written. Voxels and the rows' highest planes are
+// computed beforehand (not timed).
+//
+// Usage: access_floor [S 128] [noise 0.05] [rounds 20] [C 1] [N 1] [bilinear|nearest]
+//        (threads: OMP_NUM_THREADS)
 // Each round times the floor and the library's call(s) in turn, the order rotated every round.
 // Prints the medians of the times and of each call's ratio to the floor in its round.
 #include <omp.h>
@@ -43,6 +53,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <numeric>
+#include <string>
 #include <vector>
 
 #include "acl/acl.h"
@@ -148,11 +160,11 @@ typedef float Lanes16 __attribute__((vector_size(64), aligned(4)));
 typedef float Lanes8 __attribute__((vector_size(32), aligned(4)));
 typedef float Lanes4 __attribute__((vector_size(16), aligned(4)));
 
-inline __attribute__((always_inline)) float SumLanes(Lanes4 v) { return (v[0] + v[2]) + (v[1] + v[3]); }
-inline __attribute__((always_inline)) float SumLanes(Lanes8 v) {
+inline __attribute__((always_inline)) float SumLanes(const Lanes4& v) { return (v[0] + v[2]) + (v[1] + v[3]); }
+inline __attribute__((always_inline)) float SumLanes(const Lanes8& v) {
     return SumLanes(__builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7));
 }
-inline __attribute__((always_inline)) float SumLanes(Lanes16 v) {
+inline __attribute__((always_inline)) float SumLanes(const Lanes16& v) {
     return SumLanes(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
                     __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
 }
@@ -281,6 +293,86 @@ std::function<double()> ChannelsLastFloor(int64_t s, int64_t batch, const std::v
     };
 }
 
+// The nearest scan's floor (slabs of planes per batch item as the scan cuts them, chunks of
+// points, channels in pairs); see the top.
+std::function<double()> NearestFloor(int64_t s, int64_t batch, int64_t channels, const std::vector<float>& grad,
+                                     const std::vector<float>& grid, std::vector<float>& floor_grid_grad) {
+    const int64_t plane = s * s, volume = s * plane, rows = s * s;
+    // Per point its voxel in its channel volume (-1: outside, zeros padding) and that voxel's
+    // plane; per row the lowest and highest plane its points reach (an empty range: none).
+    auto voxels = std::make_shared<std::vector<int32_t>>(batch * volume);
+    auto voxel_planes = std::make_shared<std::vector<int32_t>>(batch * volume, -1);
+    auto row_lowest = std::make_shared<std::vector<int32_t>>(batch * rows, static_cast<int32_t>(s));
+    auto row_highest = std::make_shared<std::vector<int32_t>>(batch * rows, -1);
+    for (int64_t p = 0; p < batch * volume; ++p) {
+        int64_t at[3];
+        bool inside = true;
+        for (int axis = 0; axis < 3; ++axis) {  // align_corners false, round half to even
+            at[axis] = static_cast<int64_t>(std::nearbyint(((grid[3 * p + axis] + 1) * static_cast<float>(s) - 1) / 2));
+            inside = inside && at[axis] >= 0 && at[axis] < s;
+        }
+        (*voxels)[p] = inside ? static_cast<int32_t>((at[2] * s + at[1]) * s + at[0]) : -1;
+        if (!inside) continue;
+        (*voxel_planes)[p] = static_cast<int32_t>(at[2]);
+        (*row_lowest)[p / s] = std::min((*row_lowest)[p / s], static_cast<int32_t>(at[2]));
+        (*row_highest)[p / s] = std::max((*row_highest)[p / s], static_cast<int32_t>(at[2]));
+    }
+    auto accumulator = std::make_shared<std::vector<float>>(batch * channels * volume);
+    const int threads = std::max(1, omp_get_max_threads());
+    // The scan's split: as few slabs per item as make the tasks a multiple of the threads.
+    const int64_t slab_count = threads / std::gcd<int64_t>(threads, batch);
+    const int64_t slab_depth = (s + slab_count - 1) / slab_count, slabs = (s + slab_depth - 1) / slab_depth;
+    return [=, &grad, &floor_grid_grad] {
+        constexpr int kChunk = 1024;
+        const auto start = std::chrono::steady_clock::now();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (int64_t task = 0; task < batch * slabs; ++task) {
+            const int64_t n = task / slabs, z_begin = task % slabs * slab_depth, z_end = std::min(s, z_begin + slab_depth);
+            float* acc = accumulator->data() + n * channels * volume;
+            const float* gout = grad.data() + n * channels * volume;
+            int32_t voxel[kChunk], point[kChunk];
+            int chunk = 0;
+            auto flush = [&] {
+                int64_t c = 0;
+                for (; c + 2 <= channels; c += 2) {
+                    float *a0 = acc + c * volume, *a1 = a0 + volume;
+                    const float *g0 = gout + c * volume, *g1 = g0 + volume;
+                    for (int j = 0; j < chunk; ++j) a0[voxel[j]] += g0[point[j]], a1[voxel[j]] += g1[point[j]];
+                }
+                for (; c < channels; ++c)
+                    for (int j = 0; j < chunk; ++j) acc[c * volume + voxel[j]] += gout[c * volume + point[j]];
+                chunk = 0;
+            };
+            auto zero_planes = [&](int64_t from, int64_t to) {
+                for (int64_t c = 0; c < channels; ++c)
+                    std::fill(acc + c * volume + from * plane, acc + c * volume + to * plane, 0.0f);
+            };
+            int64_t zeroed_end = z_begin;
+            for (int64_t row = 0; row < rows; ++row) {
+                // Each row's gridGrad zeros by the task of its own plane's slab.
+                if (row / s / slab_depth == task % slabs)
+                    std::fill_n(floor_grid_grad.data() + 3 * (n * volume + row * s), 3 * s, 0.0f);
+                const int64_t lowest = (*row_lowest)[n * rows + row], highest = (*row_highest)[n * rows + row];
+                if (lowest > highest || lowest >= z_end || highest < z_begin) continue;
+                if (highest >= zeroed_end) {
+                    const int64_t upto = std::min(z_end, highest + 1);
+                    zero_planes(zeroed_end, upto), zeroed_end = upto;
+                }
+                if (chunk + s > kChunk) flush();
+                const int32_t* v = voxels->data() + n * volume + row * s;
+                const int32_t* z = voxel_planes->data() + n * volume + row * s;
+                for (int64_t w = 0; w < s; ++w) {  // branch-free, as the kernel's
+                    voxel[chunk] = v[w], point[chunk] = static_cast<int32_t>(row * s + w);
+                    chunk += z[w] >= z_begin && z[w] < z_end;
+                }
+            }
+            flush();
+            zero_planes(zeroed_end, z_end);
+        }
+        return Milliseconds(start);
+    };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -289,12 +381,15 @@ int main(int argc, char** argv) {
     const int rounds = argc > 3 ? std::atoi(argv[3]) : 20;
     const int64_t c = argc > 4 ? std::atoll(argv[4]) : 1;
     const int64_t batch = argc > 5 ? std::atoll(argv[5]) : 1;
-    const bool channels_last = c > 1;
-    if (s < 2 || rounds < 1 || !(c == 1 || c == 4 || c == 8 || c == 16 || c == 32) || batch < 1 || (c == 1 && batch != 1) ||
+    const std::string mode = argc > 6 ? argv[6] : "bilinear";
+    const bool nearest = mode == "nearest", channels_last = !nearest && c > 1;
+    const bool bilinear_shape = c == 1 ? batch == 1 : (c == 4 || c == 8 || c == 16 || c == 32);
+    if (s < 2 || rounds < 1 || c < 1 || batch < 1 || !(nearest || (mode == "bilinear" && bilinear_shape)) ||
         batch * c * s * s * s >= INT32_MAX) {
         std::fprintf(stderr,
-                     "usage: access_floor [S >= 2] [noise] [rounds >= 1] [C: 1, or 4, 8, 16, 32 channels last] "
-                     "[N: 1 for C = 1] (N x C x S^3 below 2^31)\n");
+                     "usage: access_floor [S >= 2] [noise] [rounds >= 1] [C] [N] [bilinear|nearest]\n"
+                     "  bilinear: C = 1 with N = 1 (the scan), or C = 4, 8, 16, 32 (channels last); nearest: any C and N\n"
+                     "  (N x C x S^3 below 2^31)\n");
         return 2;
     }
     const int64_t points = batch * s * s * s, elements = points * c;
@@ -303,7 +398,8 @@ int main(int argc, char** argv) {
         floor_grid_grad(points * 3);
     FillRegistrationWorkload(input.data(), grad.data(), grid.data(), batch, c, s, noise);
     const std::function<double()> floor_call =
-        c == 1    ? OneChannelFloor(s, input, grad, grid, floor_grid_grad)
+        nearest   ? NearestFloor(s, batch, c, grad, grid, floor_grid_grad)
+        : c == 1  ? OneChannelFloor(s, input, grad, grid, floor_grid_grad)
         : c == 4  ? ChannelsLastFloor<4>(s, batch, input, grad, grid, floor_grid_grad)
         : c == 8  ? ChannelsLastFloor<8>(s, batch, input, grad, grid, floor_grid_grad)
         : c == 16 ? ChannelsLastFloor<16>(s, batch, input, grad, grid, floor_grid_grad)
@@ -331,7 +427,7 @@ int main(int argc, char** argv) {
         uint64_t size = 0;
         aclOpExecutor* executor = nullptr;
         aclnnStatus status =
-            aclnnGridSampler3DBackwardGetWorkspaceSize(tgo, ti, tg, 0, 0, false, mask, tig, tgg, &size, &executor);
+            aclnnGridSampler3DBackwardGetWorkspaceSize(tgo, ti, tg, nearest ? 1 : 0, 0, false, mask, tig, tgg, &size, &executor);
         if (status == 0) {
             if (workspace.size() < size) workspace.resize(size);
             status = aclnnGridSampler3DBackward(workspace.data(), size, executor, stream);
@@ -361,9 +457,9 @@ int main(int argc, char** argv) {
         for (size_t k = 0; k < calls.size(); ++k) ms[k].push_back(t[k]), ratios[k].push_back(t[k] / t[0]);
     }
     const int threads = std::max(1, omp_get_max_threads());
-    std::printf("(%lld, %lld, %lld), noise %g, %d thread(s): floor %.2f ms (%.2f ns per point and thread), "
+    std::printf("(%lld, %lld, %lld) %s, noise %g, %d thread(s): floor %.2f ms (%.2f ns per point and thread), "
                 "library %s %.2f ms",
-                static_cast<long long>(batch), static_cast<long long>(c), static_cast<long long>(s), noise, threads,
+                static_cast<long long>(batch), static_cast<long long>(c), static_cast<long long>(s), mode.c_str(), noise, threads,
                 Median(ms[0]), Median(ms[0]) * 1e6 * threads / points, channels_last ? "ndhwc" : "ncdhw", Median(ms[1]));
     if (channels_last) std::printf(", library ncdhw %.2f ms", Median(ms[2]));
     std::printf("; library / floor per round: median %.2f", Median(ratios[1]));
