@@ -358,12 +358,15 @@ std::function<double()> NearestFloor(int64_t s, int64_t batch, int64_t channels,
                     const int64_t upto = std::min(z_end, highest + 1);
                     zero_planes(zeroed_end, upto), zeroed_end = upto;
                 }
-                if (chunk + s > kChunk) flush();
                 const int32_t* v = voxels->data() + n * volume + row * s;
                 const int32_t* z = voxel_planes->data() + n * volume + row * s;
-                for (int64_t w = 0; w < s; ++w) {  // branch-free, as the kernel's
-                    voxel[chunk] = v[w], point[chunk] = static_cast<int32_t>(row * s + w);
-                    chunk += z[w] >= z_begin && z[w] < z_end;
+                for (int64_t w0 = 0; w0 < s; w0 += 64) {  // in the kernel's blocks of 64 points
+                    const int64_t w_end = std::min(s, w0 + 64);
+                    if (chunk + (w_end - w0) > kChunk) flush();
+                    for (int64_t w = w0; w < w_end; ++w) {  // branch-free, as the kernel's
+                        voxel[chunk] = v[w], point[chunk] = static_cast<int32_t>(row * s + w);
+                        chunk += z[w] >= z_begin && z[w] < z_end;
+                    }
                 }
             }
             flush();
