@@ -59,6 +59,7 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "kernels/backward_plan.h"
 #include "kernels/row_order.h"
 #include "registration_workload.h"
 
@@ -258,7 +259,7 @@ template <int C>
 std::function<double()> ChannelsLastFloor(int64_t s, int64_t batch, const std::vector<float>& input,
                                           const std::vector<float>& grad, const std::vector<float>& grid,
                                           std::vector<float>& floor_grid_grad) {
-    constexpr int64_t kSlabs = 8;  // backward_plan.h's kMaxSlabs
+    constexpr int64_t kSlabs = gs3d::kernels::kMaxSlabs;  // the sorted plan's, as the library cuts it
     const int64_t slab_depth = (s + kSlabs - 1) / kSlabs, slabs = (s + slab_depth - 1) / slab_depth;
     const int64_t row = s * C, plane = s * row, volume = s * plane;
     auto records = std::make_shared<std::vector<std::vector<ChannelsLastRecord>>>(batch * slabs);  // task n * slabs + slab
