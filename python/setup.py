@@ -1,20 +1,63 @@
-"""Records the checkout the package was built from, so that an installed package finds the
-library in that checkout's build tree (build/libgridsampler3d.so) too. The rest of the
-metadata is in pyproject.toml."""
+"""Builds the C library with CMake and puts it inside the package, so that
+
+    pip install --no-build-isolation --no-index ./python
+
+is the one command a PyTorch user needs (offline, Debian's setuptools). The rest of the
+metadata is in pyproject.toml.
+
+GRIDSAMPLER3D_CMAKE_BUILD_DIR names a CMake build tree to use instead of a fresh one (an
+existing, configured tree such as the checkout's build/ is only brought up to date); the
+default is a folder under setuptools' build_temp, which pip keeps between installs from the
+same checkout, so a second install rebuilds only what changed.
+"""
 import os
+import shutil
+import subprocess
+import sys
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
 
-CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIBRARY_NAME = "libgridsampler3d.so"
 
 
-class BuildPyRecordingCheckout(build_py):
+def run(command):
+    print("gridsampler3d:", " ".join(command), flush=True)
+    subprocess.run(command, check=True)
+
+
+def build_library(build_dir):
+    """Configures (unless build_dir is configured already) and builds the library target alone;
+    returns the path of the shared library it made."""
+    if not os.path.isfile(os.path.join(SOURCE_ROOT, "CMakeLists.txt")):
+        sys.exit(f"gridsampler3d: no CMakeLists.txt in {SOURCE_ROOT}; install from a checkout of the repository "
+                 "(pip install ./python), which holds the C library's sources")
+    if shutil.which("cmake") is None:
+        sys.exit("gridsampler3d: cmake is needed to build the C library: apt-get install cmake g++ libhwy-dev")
+    if not os.path.isfile(os.path.join(build_dir, "CMakeCache.txt")):
+        run(["cmake", "-S", SOURCE_ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release",
+             "-DGRIDSAMPLER3D_BUILD_TESTS=OFF", "-DGRIDSAMPLER3D_BUILD_EXAMPLES=OFF"])
+    run(["cmake", "--build", build_dir, "--target", "gridsampler3d", "-j", str(os.cpu_count() or 1)])
+    return os.path.realpath(os.path.join(build_dir, LIBRARY_NAME))
+
+
+class BuildPyWithLibrary(build_py):
     def run(self):
         super().run()
-        target = os.path.join(self.build_lib, "gridsampler3d", "_checkout.py")
-        with open(target, "w") as f:
-            f.write(f'"""Written by setup.py: the checkout this package was built from."""\nCHECKOUT = {CHECKOUT!r}\n')
+        build_dir = os.environ.get("GRIDSAMPLER3D_CMAKE_BUILD_DIR") or os.path.join(
+            os.path.abspath(self.get_finalized_command("build").build_temp), "cmake")
+        library = build_library(os.path.abspath(build_dir))
+        # The real file under the plain name: a wheel holds no symbolic links.
+        shutil.copyfile(library, os.path.join(self.build_lib, "gridsampler3d", LIBRARY_NAME))
 
 
-setup(cmdclass={"build_py": BuildPyRecordingCheckout})
+class BinaryDistribution(Distribution):
+    """The package holds a compiled library: a wheel for this platform, not a pure one."""
+
+    def has_ext_modules(self):
+        return True
+
+
+setup(cmdclass={"build_py": BuildPyWithLibrary}, distclass=BinaryDistribution)

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Installs what building and testing gridsampler3d needs, from Debian's packages.
-# Skips apt entirely when everything is already there.
+# Installs from Debian's packages what gridsampler3d needs; skips apt when all is there.
+# Usage: install-deps.sh [sample|all]
+#   sample: the compiler, CMake and Highway: enough for the library and the C sample program;
+#   all (default): also GoogleTest and Python with PyTorch, NumPy, pytest and matplotlib, for
+#   the tests, the Python package and the benchmark.
 set -euo pipefail
-packages=(cmake g++ make pkg-config libgtest-dev libhwy-dev python3-torch python3-numpy python3-pytest
-          python3-pip python3-setuptools python3-matplotlib)
+packages=(cmake g++ make pkg-config libhwy-dev)
+if [ "${1:-all}" = all ]; then
+  packages+=(libgtest-dev python3-torch python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel
+             python3-venv python3-matplotlib)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,7 +12,7 @@ from ._errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, STATUS_NA
 from . import _arguments, _runtime
 
 __version__ = "0.1.0"
-__all__ = ["grid_sample", "grid_sample_backward", "set_deterministic", "is_deterministic", "set_num_threads",
+__all__ = ["grid_sample", "grid_sample_backward", "patch_torch", "set_deterministic", "is_deterministic", "set_num_threads",
            "get_num_threads", "library_path", "GridSamplerError"]
 
 
@@ -21,7 +21,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
     input (N, C, D, H, W) and grid (N, D_out, H_out, W_out, 3) of one dtype (float32, float64,
     float16 or bfloat16); returns (N, C, D_out, H_out, W_out), channels-last when the input
-    is. Differentiable with respect to input and grid (once). align_corners=None means False,
+    is. Differentiable with respect to input and grid by gridsampler3d's backward; a backward
+    run with create_graph=True (to differentiate the gradients) is computed by PyTorch's
+    composition instead, so that higher orders are PyTorch's (float32 and float64 only: PyTorch
+    1.13's CPU kernel has no float16 or bfloat16). align_corners=None means False,
     PyTorch's default. Raises GridSamplerError (a RuntimeError) when the library refuses the
     arguments, ValueError for a mode it does not know or a rank other than 5."""
     from . import _torch  # torch is needed only here: the NumPy front end works without it
@@ -39,6 +42,30 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
     interpolation, padding = _arguments.interpolation_code(mode), _arguments.padding_code(padding_mode)
     _arguments.output_shape(input.shape, grid.shape)  # the rank check
     return _torch.backward(grad_output, input, grid, interpolation, padding, bool(align_corners), output_mask)
+
+
+def patch_torch(enabled=True):
+    """Routes torch.nn.functional.grid_sample to gridsampler3d: the one line that speeds up code
+    written against PyTorch. patch_torch(False) restores PyTorch's function.
+
+        gridsampler3d.patch_torch()                  # from now on
+        with gridsampler3d.patch_torch(): ...        # inside the block only (restored on exit,
+                                                     # also when the block raises)
+
+    Routed: 5-D CPU tensors (plain torch.Tensor, not subclasses), input and grid of one dtype
+    among float32, float64, float16 and bfloat16, mode bilinear or nearest, any padding mode.
+    Everything else (4-D, CUDA, other or mixed dtypes, bicubic, unknown modes) goes to PyTorch's
+    own function with the caller's arguments, so it behaves, raises and warns as before.
+    align_corners=None means False with PyTorch's warning, as in PyTorch. A backward run with
+    create_graph=True is PyTorch's (see grid_sample), so higher-order autograd stays PyTorch's.
+
+    Only the attribute torch.nn.functional.grid_sample is replaced: code that bound PyTorch's
+    function to a name of its own before patching (`from torch.nn.functional import
+    grid_sample`) keeps PyTorch's. Thread-safe; returns an object usable as a context manager,
+    whose exit puts back the state found on entry."""
+    from . import _patch  # torch is needed only here and in grid_sample
+
+    return _patch.TorchPatch(enabled)
 
 
 def set_deterministic(enabled):

@@ -3,9 +3,11 @@
 Search order (the first that exists wins):
   1. GRIDSAMPLER3D_LIBRARY: the path of the library itself;
   2. GRIDSAMPLER3D_PREFIX: an install prefix (PREFIX/lib/libgridsampler3d.so);
-  3. the build tree of the checkout the package comes from (build/libgridsampler3d.so);
-  4. the installed prefixes: sys.prefix, /usr/local, /usr (lib/ and lib/<multiarch>/);
-  5. the dynamic loader's own search (ldconfig, LD_LIBRARY_PATH).
+  3. the copy inside the package, which `pip install ./python` builds and puts there;
+  4. the build tree of the checkout, when the package runs from its python/ folder
+     (build/libgridsampler3d.so);
+  5. the installed prefixes: sys.prefix, /usr/local, /usr (lib/ and lib/<multiarch>/);
+  6. the dynamic loader's own search (ldconfig, LD_LIBRARY_PATH).
 """
 import ctypes
 import ctypes.util
@@ -49,15 +51,10 @@ _SIGNATURES = {
 }
 
 
-def _build_tree_candidates():
+def _package_candidates():
     here = os.path.dirname(os.path.abspath(__file__))
-    roots = [os.path.dirname(os.path.dirname(here))]  # python/gridsampler3d -> the checkout
-    try:
-        from ._checkout import CHECKOUT  # written by setup.py when pip installs from a checkout
-        roots.append(CHECKOUT)
-    except ImportError:
-        pass
-    return [os.path.join(root, "build", LIBRARY_NAME) for root in roots]
+    checkout = os.path.dirname(os.path.dirname(here))  # python/gridsampler3d -> the checkout
+    return [os.path.join(here, LIBRARY_NAME), os.path.join(checkout, "build", LIBRARY_NAME)]
 
 
 def _prefix_candidates(prefix):
@@ -75,7 +72,7 @@ def candidates():
         return [os.environ["GRIDSAMPLER3D_LIBRARY"]]  # explicit: nothing else is tried
     if os.environ.get("GRIDSAMPLER3D_PREFIX"):
         paths += _prefix_candidates(os.environ["GRIDSAMPLER3D_PREFIX"])
-    paths += _build_tree_candidates()
+    paths += _package_candidates()
     for prefix in (sys.prefix, "/usr/local", "/usr"):
         paths += _prefix_candidates(prefix)
     return paths

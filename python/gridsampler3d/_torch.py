@@ -1,7 +1,7 @@
 """grid_sample for torch tensors: the C library's forward, and its backward as the gradient
 of a torch.autograd.Function. Tensors are passed as they are (any strides, no copy)."""
 import torch
-from torch.autograd.function import once_differentiable
+import torch.nn.functional as F
 
 from . import _arguments, _runtime
 
@@ -40,9 +40,32 @@ def backward(grad_output, input, grid, interpolation, padding, align_corners, ou
     return input_grad, grid_grad
 
 
+# PyTorch's own function, taken when this module is first imported: _patch imports it before
+# it replaces the attribute, so this is never the replacement (which would recurse).
+TORCH_GRID_SAMPLE = F.grid_sample
+_MODES = {code: name for name, code in _arguments.INTERPOLATION_CODES.items()}
+_PADDINGS = {code: name for name, code in _arguments.PADDING_CODES.items()}
+
+
+def differentiable_backward(grad_output, input, grid, interpolation, padding, align_corners, output_mask):
+    """The gradients as PyTorch's graph computes them, themselves differentiable: for a backward
+    run with create_graph=True. The library's backward is a leaf of autograd; recomputing
+    PyTorch's forward here gives higher-order autograd exactly PyTorch's behaviour (in 1.13 it
+    raises that grid_sampler_3d_backward has no derivative)."""
+    if input.dtype not in (torch.float32, torch.float64):
+        raise RuntimeError(f"gridsampler3d: a backward with create_graph=True runs PyTorch's grid_sample, which "
+                           f"has no {input.dtype} CPU kernel; use float32 or float64")
+    wanted = [t for t, needed in zip((input, grid), output_mask) if needed]
+    with torch.enable_grad():
+        output = TORCH_GRID_SAMPLE(input, grid, mode=_MODES[interpolation], padding_mode=_PADDINGS[padding],
+                                   align_corners=align_corners)
+        grads = iter(torch.autograd.grad(output, wanted, grad_output, create_graph=True))
+    return tuple(next(grads) if needed else None for needed in output_mask)
+
+
 class GridSampler3DFunction(torch.autograd.Function):
     """Forward: aclnnGridSampler3D. Backward: aclnnGridSampler3DBackward with the output mask
-    set to the gradients autograd asks for. Not twice differentiable."""
+    set to the gradients autograd asks for; under create_graph=True, PyTorch's graph instead."""
 
     @staticmethod
     def forward(ctx, input, grid, interpolation, padding, align_corners):
@@ -51,9 +74,11 @@ class GridSampler3DFunction(torch.autograd.Function):
         return forward(input, grid, interpolation, padding, align_corners)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad_output):
         input, grid = ctx.saved_tensors
         mask = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
-        input_grad, grid_grad = backward(grad_output, input, grid, *ctx.options, mask)
+        if torch.is_grad_enabled():  # create_graph=True: the gradients must carry a graph
+            input_grad, grid_grad = differentiable_backward(grad_output, input, grid, *ctx.options, mask)
+        else:
+            input_grad, grid_grad = backward(grad_output.detach(), input.detach(), grid.detach(), *ctx.options, mask)
         return input_grad, grid_grad, None, None, None

@@ -143,12 +143,28 @@ def test_nearest_grid_gradient_is_zero():
     assert torch.count_nonzero(grid.grad) == 0
 
 
-def test_not_twice_differentiable():
+def test_create_graph_backward_is_pytorchs(recorded_calls):
+    """With create_graph=True the gradients are PyTorch's graph (the library's backward is an
+    autograd leaf): PyTorch's first-order values, and PyTorch 1.13's refusal of the second."""
     inp, grid, _ = random_case(17, torch.float64, "contiguous")
+    inp.requires_grad_(), grid.requires_grad_()
+    first = torch.autograd.grad(gridsampler3d.grid_sample(inp, grid).square().sum(), (inp, grid), create_graph=True)
+    expected = torch.autograd.grad(F.grid_sample(inp, grid, align_corners=False).square().sum(), (inp, grid),
+                                   create_graph=True)
+    assert [name for name, _ in recorded_calls] == ["forward"]
+    assert all(torch.equal(a, b) for a, b in zip(first, expected))
+    with pytest.raises(RuntimeError) as ours:
+        first[1].sum().backward()
+    with pytest.raises(RuntimeError) as theirs:
+        expected[1].sum().backward()
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_create_graph_backward_in_half_precision_is_refused():
+    inp, grid, _ = random_case(17, torch.float16, "contiguous")
     inp.requires_grad_()
-    (first,) = torch.autograd.grad(gridsampler3d.grid_sample(inp, grid).sum(), inp, create_graph=True)
-    with pytest.raises(RuntimeError, match="once_differentiable|not differentiable|does not require grad"):
-        first.sum().backward()
+    with pytest.raises(RuntimeError, match="create_graph=True runs PyTorch's grid_sample"):
+        torch.autograd.grad(gridsampler3d.grid_sample(inp, grid).sum(), inp, create_graph=True)
 
 
 @pytest.mark.parametrize("shape,grid_shape", [((0, 2, 3, 3, 3), (0, 2, 2, 2, 3)), ((1, 0, 3, 3, 3), (1, 2, 2, 2, 3)),

@@ -92,6 +92,10 @@ def test_library_search_order():
         installed = os.path.join(prefix, "lib", "libgridsampler3d.so")
         assert library_found(GRIDSAMPLER3D_PREFIX=prefix) == installed
         assert library_found(GRIDSAMPLER3D_LIBRARY=installed, GRIDSAMPLER3D_PREFIX="/nowhere") == installed
-    # With neither variable: the build tree of the checkout the package came from.
+    # With neither variable: the copy inside the package (pip built it there), or for a package
+    # run from the checkout's python/ folder, the checkout's build tree.
+    package = os.path.dirname(gridsampler3d.__file__)
+    inside = os.path.join(package, "libgridsampler3d.so")
+    expected = inside if os.path.isfile(inside) else os.path.join(package, "..", "..", "build", "libgridsampler3d.so")
     found = library_found()
-    assert found.endswith(os.path.join("build", "libgridsampler3d.so")) and os.path.isfile(found)
+    assert os.path.isfile(found) and os.path.samefile(found, expected), (found, expected)

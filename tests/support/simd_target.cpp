@@ -10,6 +10,14 @@ namespace gs3d_test {
 
 // This file is compiled with the library's HWY_DISABLED_TARGETS (tests/CMakeLists.txt), so
 // HWY_TARGETS here is the set of targets compiled into the library's kernels.
+std::vector<std::string> OtherSimdTargets() {
+    std::vector<std::string> names;
+    for (const int64_t target : hwy::SupportedAndGeneratedTargets()) names.push_back(hwy::TargetName(target));
+    // Highway lists the best target first (the lowest bit).
+    if (!names.empty()) names.erase(names.begin());
+    return names;
+}
+
 bool ForceSimdTargetFromEnvironment() {
     const char* wanted = std::getenv("GS3D_TEST_SIMD_TARGET");
     if (wanted == nullptr || *wanted == '\0') return true;

@@ -4,11 +4,11 @@
 # of the driver's repeats), the order reversed every other round; prints each round's times
 # and the ratio B / A, then the median ratio with its range.
 #
-# Usage: bench/ab_compare.sh LIB_A LIB_B ROUNDS THREADS DRIVER [profile_driver arguments...]
+# Usage: bench/lab/ab_compare.sh LIB_A LIB_B ROUNDS THREADS DRIVER [profile_driver arguments...]
 #   LIB_A, LIB_B: libgridsampler3d.so.0 files (copies of two builds, e.g. in /tmp/a and /tmp/b)
 #   DRIVER: a profile_driver binary (its RUNPATH lets LD_LIBRARY_PATH choose the library)
-# Example: bench/ab_compare.sh /tmp/a/libgridsampler3d.so.0 /tmp/b/libgridsampler3d.so.0 10 2 \
-#            build/bench/profile_driver backward 128 1 fp32 5 0.05
+# Example: bench/lab/ab_compare.sh /tmp/a/libgridsampler3d.so.0 /tmp/b/libgridsampler3d.so.0 10 2 \
+#            build/bench/lab/profile_driver backward 128 1 fp32 5 0.05
 #
 # Why rounds and ratios: this 2-vCPU host's speed drifts by up to 2x within minutes, on both
 # builds alike; a ratio taken within a round cancels most of it, where two separate series of

@@ -3,7 +3,7 @@
 // pair, on the same data; the ratio B / A is taken within each pair and the median printed
 // with its quartiles.
 //
-// Why: this 2-vCPU host's speed moves by up to 2x within seconds to minutes. bench/ab_compare.sh
+// Why: this 2-vCPU host's speed moves by up to 2x within seconds to minutes. bench/lab/ab_compare.sh
 // alternates whole processes (rounds of several calls each, a second or more apart), and in
 // a noisy phase its ratios ranged 0.7-1.4 for two builds of identical speed; calls a few
 // milliseconds apart see the same phase.

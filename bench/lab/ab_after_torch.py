@@ -13,7 +13,7 @@ here.
 Each pair runs PyTorch then A, PyTorch then B (B first every other pair); the ratio B / A is
 taken within each pair and the median printed with its quartiles, as ab_interleave does.
 
-Usage: /usr/bin/python3 bench/ab_after_torch.py LIB_A LIB_B forward|backward N C S
+Usage: /usr/bin/python3 bench/lab/ab_after_torch.py LIB_A LIB_B forward|backward N C S
            [--mode bilinear|nearest] [--padding zeros|border|reflection] [--pairs 30]
   LIB_A, LIB_B: two different library files (e.g. /tmp/a/libgridsampler3d.so.0, /tmp/b/...).
   Threads: OMP_NUM_THREADS for both sides, as bench.py.
@@ -25,7 +25,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def main():
@@ -48,7 +48,7 @@ def main():
 
     import torch
     sys.path.insert(0, os.path.join(ROOT, "python"))  # the package of this checkout
-    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
     from bench import registration_workload
     from gridsampler3d import _arguments, _runtime, _torch
 
