@@ -22,9 +22,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Debug: the build type adds nothing to these flags, so the kernels compile at -O1. Under
-# RelWithDebInfo's -O2 the ASan/UBSan build alone took about 11 minutes of .ci/run's 23
-# (2026-12-04), the -O1 TSan build of the same sources about 1.
+# Debug: the build type adds nothing to these flags, so the kernels compile at -O1; at -O2
+# the ASan/UBSan build alone takes several times as long.
 common="-O1 -g -fno-omit-frame-pointer -march=native -DHWY_COMPILE_ONLY_STATIC=1 -Wno-pass-failed"
 configure() {  # dir, sanitizer flags, extra cmake args...
   local dir=$1 flags=$2; shift 2

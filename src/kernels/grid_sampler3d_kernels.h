@@ -56,10 +56,10 @@ inline size_t ElementBytes(ElementType type) {
 
 // The bilinear forward samples an input laid out NCDHW with at least this many channels from
 // a channels-last copy of one batch item in the workspace (forward_kernel-inl.h).
-constexpr int64_t kChannelsLastCopyMinChannels = 4;  // measured at 4 (5% faster at (1, 4, 96)), 8, 16, 32
+constexpr int64_t kChannelsLastCopyMinChannels = 4;  // the fewest channels where the copy paid (performance.md)
 
-// Whether it does: bilinear (nearest reads one voxel per point and channel: the copy cost
-// more than it saved, (1, 32, 48) 2 threads 4.3-6.3 -> 9.7-11.0 ms); the input's strides are
+// Whether it does: bilinear (nearest reads one voxel per point and channel, too few reads for
+// the copy to pay for itself); the input's strides are
 // those of NCDHW with no element shared (no broadcast, no overlap), so the copy is never
 // larger than the input's own storage; and there are points to sample.
 inline bool SamplesFromChannelsLastCopy(const ForwardArgs& args) {
@@ -81,7 +81,7 @@ void RunForward(const ForwardArgs& args, void* workspace);
 // (backward_kernel-inl.h, ChannelsLastCopyBackward): the input copied into inputGrad's
 // own memory as (D, H, W, C), inputGrad accumulated as (D, H, W, C) in the workspace (fp32
 // for fp16 and bf16), then copied out.
-constexpr int64_t kChannelsLastBackwardMinChannels = 4;  // measured: 4 gains, 2 loses (scalar channels)
+constexpr int64_t kChannelsLastBackwardMinChannels = 4;  // 2 channels lose: they run one by one there
 
 // gradOutput's channel stride as the int32 offsets of a gather of up to 16 lanes.
 inline bool GatherableChannelStride(int64_t stride) {

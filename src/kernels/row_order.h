@@ -27,7 +27,7 @@ inline int64_t BandRows(int64_t row_bytes, int64_t band_bytes) {
 }
 
 // The bands' bytes (measured where they are used): thin for the scan, whose task's slab is
-// thick; wider for the sorted plan, whose slabs are thin. bench/access_floor visits the
+// thick; wider for the sorted plan, whose slabs are thin. bench/lab/access_floor visits the
 // scan's order with the same constant.
 constexpr int64_t kScanBandBytes = 2 << 10;
 constexpr int64_t kSortedBandBytes = 16 << 10;
@@ -40,7 +40,7 @@ constexpr int64_t kSortedBandBytes = 16 << 10;
 // row of its item to find its own, and the index's three integer divisions per row took
 // about a tenth of that plan's own time (perf, (2, 8, 64), one thread). Why not a visitor
 // lambda: the nearest scan's chunk counter, captured by reference, then went through memory
-// on every point (its stores to the voxel list may alias it): (2, 8, 64) 3.6-4.8 -> 6.0 ms.
+// on every point (its stores to the voxel list may alias it), a third slower.
 struct BandedRows {
     int64_t depth, height, band;
     int64_t d = 0, h = 0;  // the current row

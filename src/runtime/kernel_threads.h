@@ -12,9 +12,8 @@ namespace gs3d {
 // (PlaceTeam), unless GRIDSAMPLER3D_BIND_THREADS is 0 or OMP_PROC_BIND asks for OpenMP's
 // own binding; a team bound before is unbound when the count changes to one that is not.
 // Why: on a 2-vCPU virtual machine, after the caller's thread had run alone for a while (a
-// single-threaded PyTorch kernel, or Python code) the guest's scheduler kept a worker's two
-// threads on one vCPU for much of the next call: (1, 32, 48) backward, two threads, 26-32 ms
-// against 15-18 ms back to back. One thread per CPU: 15-16 ms either way.
+// single-threaded PyTorch kernel, or Python code), the guest's scheduler kept a worker's two
+// threads on one vCPU for much of the next call, up to twice as slow (performance.md).
 void ApplyKernelThreadCount();
 
 // Unbinds the calling worker's team, if bound; each stream's worker calls it as it ends.
