@@ -23,48 +23,61 @@ struct Volume {
     const int64_t* stride;  // N, C, D, H, W
 };
 
-// The eight corners of one point: offsets of (x0, y0, z0) + (k & 1, k >> 1 & 1, k >> 2)
-// and which lie inside the volume.
+// One point's cell: its first corner, the per-axis weights, the eight corner weights and
+// their derivatives along x, y and z ((+-1) times the other two axes' weights), and whether
+// all eight corners lie inside the volume (else `inside` says which).
+template <typename S>
 struct Cell {
     int64_t x0, y0, z0;
+    S weight[8], dx[8], dy[8], dz[8];
     bool all_inside;
     bool inside[8];
+
+    Cell(S ix, S iy, S iz, const Volume& v) : x0(FloorIndex(ix, v.w)), y0(FloorIndex(iy, v.h)), z0(FloorIndex(iz, v.d)) {
+        const S wx[2] = {S(x0 + 1) - ix, ix - S(x0)};
+        const S wy[2] = {S(y0 + 1) - iy, iy - S(y0)};
+        const S wz[2] = {S(z0 + 1) - iz, iz - S(z0)};
+        all_inside = x0 >= 0 && x0 + 1 < v.w && y0 >= 0 && y0 + 1 < v.h && z0 >= 0 && z0 + 1 < v.d;
+        for (int k = 0; k < 8; ++k) {
+            const int i = k & 1, j = k >> 1 & 1, l = k >> 2;
+            weight[k] = wx[i] * wy[j] * wz[l];
+            dx[k] = (i ? 1 : -1) * wy[j] * wz[l];
+            dy[k] = (j ? 1 : -1) * wx[i] * wz[l];
+            dz[k] = (l ? 1 : -1) * wx[i] * wy[j];
+            const int64_t x = x0 + i, y = y0 + j, z = z0 + l;
+            inside[k] = x >= 0 && x < v.w && y >= 0 && y < v.h && z >= 0 && z < v.d;
+        }
+    }
 };
 
-Cell MakeCell(double ix, double iy, double iz, const Volume& v) {
-    Cell cell{FloorIndex(ix, v.w), FloorIndex(iy, v.h), FloorIndex(iz, v.d), true, {}};
-    for (int k = 0; k < 8; ++k) {
-        const int64_t x = cell.x0 + (k & 1), y = cell.y0 + (k >> 1 & 1), z = cell.z0 + (k >> 2);
-        cell.inside[k] = x >= 0 && x < v.w && y >= 0 && y < v.h && z >= 0 && z < v.d;
-        cell.all_inside &= cell.inside[k];
+// Offsets of the eight corners from the first, for a volume's (D, H, W) strides.
+struct CornerOffsets {
+    int64_t delta[8];
+    CornerOffsets(int64_t sd, int64_t sh, int64_t sw) {
+        for (int k = 0; k < 8; ++k) delta[k] = (k & 1) * sw + (k >> 1 & 1) * sh + (k >> 2) * sd;
     }
-    return cell;
-}
+};
 
 template <typename S, Padding P>
 void Forward(const S* in, Volume v, const S* grid, const int64_t* gsize, const int64_t* gs, S* out,
              const int64_t* os, bool align) {
-    const int64_t delta[3] = {v.stride[4], v.stride[3], v.stride[2]};
+    const CornerOffsets corners(v.stride[2], v.stride[3], v.stride[4]);
     for (int64_t n = 0; n < gsize[0]; ++n)
         for (int64_t d = 0; d < gsize[1]; ++d)
             for (int64_t h = 0; h < gsize[2]; ++h)
                 for (int64_t w = 0; w < gsize[3]; ++w) {
                     const S* g = grid + n * gs[0] + d * gs[1] + h * gs[2] + w * gs[3];
-                    const S ix = SourceIndex<S, P>(g[0], v.w, align);
-                    const S iy = SourceIndex<S, P>(g[gs[4]], v.h, align);
-                    const S iz = SourceIndex<S, P>(g[2 * gs[4]], v.d, align);
-                    const Cell cell = MakeCell(ix, iy, iz, v);
-                    const S wx[2] = {S(cell.x0 + 1) - ix, ix - S(cell.x0)};
-                    const S wy[2] = {S(cell.y0 + 1) - iy, iy - S(cell.y0)};
-                    const S wz[2] = {S(cell.z0 + 1) - iz, iz - S(cell.z0)};
-                    const int64_t first = cell.x0 * delta[0] + cell.y0 * delta[1] + cell.z0 * delta[2];
+                    const Cell<S> cell(SourceIndex<S, P>(g[0], v.w, align), SourceIndex<S, P>(g[gs[4]], v.h, align),
+                                       SourceIndex<S, P>(g[2 * gs[4]], v.d, align), v);
+                    const int64_t first = cell.x0 * v.stride[4] + cell.y0 * v.stride[3] + cell.z0 * v.stride[2];
                     for (int64_t c = 0; c < v.c; ++c) {
                         const S* base = in + n * v.stride[0] + c * v.stride[1] + first;
                         S sum = 0;
-                        for (int k = 0; k < 8; ++k) {
-                            if (!cell.all_inside && !cell.inside[k]) continue;
-                            const int dx = k & 1, dy = k >> 1 & 1, dz = k >> 2;
-                            sum += base[dx * delta[0] + dy * delta[1] + dz * delta[2]] * (wx[dx] * wy[dy] * wz[dz]);
+                        if (cell.all_inside) {
+                            for (int k = 0; k < 8; ++k) sum += base[corners.delta[k]] * cell.weight[k];
+                        } else {
+                            for (int k = 0; k < 8; ++k)
+                                if (cell.inside[k]) sum += base[corners.delta[k]] * cell.weight[k];
                         }
                         out[n * os[0] + c * os[1] + d * os[2] + h * os[3] + w * os[4]] = sum;
                     }
@@ -79,8 +92,7 @@ void Backward(const S* gout, const int64_t* gos, const S* in, Volume v, const S*
             for (int64_t z = 0; z < v.d; ++z)
                 for (int64_t y = 0; y < v.h; ++y)
                     for (int64_t x = 0; x < v.w; ++x) in_grad[n * igs[0] + c * igs[1] + z * igs[2] + y * igs[3] + x * igs[4]] = 0;
-    const int64_t delta[3] = {v.stride[4], v.stride[3], v.stride[2]};
-    const int64_t gdelta[3] = {igs[4], igs[3], igs[2]};
+    const CornerOffsets corners(v.stride[2], v.stride[3], v.stride[4]), grad_corners(igs[2], igs[3], igs[4]);
     for (int64_t n = 0; n < gsize[0]; ++n)
         for (int64_t d = 0; d < gsize[1]; ++d)
             for (int64_t h = 0; h < gsize[2]; ++h)
@@ -90,26 +102,24 @@ void Backward(const S* gout, const int64_t* gos, const S* in, Volume v, const S*
                     const S ix = SourceIndexWithDerivative<S, P>(g[0], v.w, align, &mx);
                     const S iy = SourceIndexWithDerivative<S, P>(g[gs[4]], v.h, align, &my);
                     const S iz = SourceIndexWithDerivative<S, P>(g[2 * gs[4]], v.d, align, &mz);
-                    const Cell cell = MakeCell(ix, iy, iz, v);
-                    const S wx[2] = {S(cell.x0 + 1) - ix, ix - S(cell.x0)};
-                    const S wy[2] = {S(cell.y0 + 1) - iy, iy - S(cell.y0)};
-                    const S wz[2] = {S(cell.z0 + 1) - iz, iz - S(cell.z0)};
-                    const int64_t first = cell.x0 * delta[0] + cell.y0 * delta[1] + cell.z0 * delta[2];
-                    const int64_t gfirst = cell.x0 * gdelta[0] + cell.y0 * gdelta[1] + cell.z0 * gdelta[2];
+                    const Cell<S> cell(ix, iy, iz, v);
+                    const int64_t first = cell.x0 * v.stride[4] + cell.y0 * v.stride[3] + cell.z0 * v.stride[2];
+                    const int64_t gfirst = cell.x0 * igs[4] + cell.y0 * igs[3] + cell.z0 * igs[2];
                     S gx = 0, gy = 0, gz = 0;
                     for (int64_t c = 0; c < v.c; ++c) {
                         const S go = gout[n * gos[0] + c * gos[1] + d * gos[2] + h * gos[3] + w * gos[4]];
                         const S* base = in + n * v.stride[0] + c * v.stride[1] + first;
                         S* gbase = in_grad + n * igs[0] + c * igs[1] + gfirst;
-                        for (int k = 0; k < 8; ++k) {
-                            if (!cell.all_inside && !cell.inside[k]) continue;
-                            const int dx = k & 1, dy = k >> 1 & 1, dz = k >> 2;
-                            gbase[dx * gdelta[0] + dy * gdelta[1] + dz * gdelta[2]] += wx[dx] * wy[dy] * wz[dz] * go;
-                            const S value = base[dx * delta[0] + dy * delta[1] + dz * delta[2]] * go;
-                            // d(weight)/d(index) along each axis: +-1 times the other two weights.
-                            gx += (dx ? value : -value) * wy[dy] * wz[dz];
-                            gy += (dy ? value : -value) * wx[dx] * wz[dz];
-                            gz += (dz ? value : -value) * wx[dx] * wy[dy];
+                        auto corner = [&](int k) {
+                            gbase[grad_corners.delta[k]] += cell.weight[k] * go;
+                            const S value = base[corners.delta[k]] * go;
+                            gx += value * cell.dx[k], gy += value * cell.dy[k], gz += value * cell.dz[k];
+                        };
+                        if (cell.all_inside) {
+                            for (int k = 0; k < 8; ++k) corner(k);
+                        } else {
+                            for (int k = 0; k < 8; ++k)
+                                if (cell.inside[k]) corner(k);
                         }
                     }
                     S* gg = grid_grad + n * ggs[0] + d * ggs[1] + h * ggs[2] + w * ggs[3];
