@@ -14,9 +14,9 @@ Each pair runs PyTorch then A, PyTorch then B (B first every other pair); the ra
 taken within each pair and the median printed with its quartiles, as ab_interleave does.
 
 Usage: /usr/bin/python3 bench/lab/ab_after_torch.py LIB_A LIB_B forward|backward N C S
-           [--mode bilinear|nearest] [--padding zeros|border|reflection] [--pairs 30]
+           [--mode bilinear|nearest] [--padding zeros|border|reflection] [--pairs 30] [--grid noise]
   LIB_A, LIB_B: two different library files (e.g. /tmp/a/libgridsampler3d.so.0, /tmp/b/...).
-  Threads: OMP_NUM_THREADS for both sides, as bench.py.
+  Threads: OMP_NUM_THREADS for both sides, as bench.py. --grid: a grid kind of bench/workloads.py.
 """
 import argparse
 import os
@@ -39,6 +39,7 @@ def main():
     parser.add_argument("--mode", default="bilinear", choices=("bilinear", "nearest"))
     parser.add_argument("--padding", default="zeros", choices=("zeros", "border", "reflection"))
     parser.add_argument("--pairs", type=int, default=30)
+    parser.add_argument("--grid", default="noise", help="a grid of bench/workloads.py (default noise)")
     args = parser.parse_args()
     for path in (args.lib_a, args.lib_b):
         if not os.path.isfile(path):
@@ -49,7 +50,7 @@ def main():
     import torch
     sys.path.insert(0, os.path.join(ROOT, "python"))  # the package of this checkout
     sys.path.insert(0, os.path.join(ROOT, "bench"))
-    from bench import registration_workload
+    from workloads import make_problem
     from gridsampler3d import _arguments, _runtime, _torch
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
@@ -63,7 +64,7 @@ def main():
         _runtime._thread_state()
         states[name] = (_runtime._lib, _runtime._threads.state)
 
-    inp, grid, grad = registration_workload((args.n, args.c, args.s))
+    inp, grid, grad = make_problem(args.grid, args.n, args.c, args.s, False)
     mode = _arguments.interpolation_code(args.mode)
     padding = _arguments.padding_code(args.padding)
     view = lambda t: _torch._view(t, "tensor")

@@ -111,3 +111,58 @@ extern "C" void gs3d_row_design_backward(const float* grad_output, const float* 
         }
     }
 }
+
+// The forward of the same design: per row, the indices, weights and bounds in vectorized
+// loops, then per point the four corner pairs as 64-bit loads and PyTorch's weighted sum.
+extern "C" void gs3d_row_design_forward(const float* input, const float* grid, float* out, int64_t d, int64_t h,
+                                        int64_t w, int64_t od, int64_t oh, int64_t ow) {
+    const int64_t plane = h * w;
+    std::vector<float> wx(ow), wy(ow), wz(ow);
+    std::vector<int32_t> base(ow), inside(ow);
+    const float top_x = float(w - 2), top_y = float(h - 2), top_z = float(d - 2);
+    float* __restrict px = wx.data();
+    float* __restrict py = wy.data();
+    float* __restrict pz = wz.data();
+    int32_t* __restrict pbase = base.data();
+    int32_t* __restrict pin = inside.data();
+    for (int64_t row = 0; row < od * oh; ++row) {
+        const float* __restrict gr = grid + row * ow * 3;
+        float* o = out + row * ow;
+        for (int i = 0; i < int(ow); ++i) {
+            const float ix = ((gr[3 * i] + 1) * float(w) - 1) / 2;
+            const float iy = ((gr[3 * i + 1] + 1) * float(h) - 1) / 2;
+            const float iz = ((gr[3 * i + 2] + 1) * float(d) - 1) / 2;
+            const float fx = std::floor(ix), fy = std::floor(iy), fz = std::floor(iz);
+            px[i] = ix - fx, py[i] = iy - fy, pz[i] = iz - fz;
+            pin[i] = (fx >= 0) & (fx <= top_x) & (fy >= 0) & (fy <= top_y) & (fz >= 0) & (fz <= top_z);
+            float cx = fx >= 0 ? fx : 0, cy = fy >= 0 ? fy : 0, cz = fz >= 0 ? fz : 0;
+            cx = cx <= top_x ? cx : top_x, cy = cy <= top_y ? cy : top_y, cz = cz <= top_z ? cz : top_z;
+            pbase[i] = int32_t(cz) * int32_t(plane) + int32_t(cy) * int32_t(w) + int32_t(cx);
+        }
+        for (int64_t i = 0; i < ow; ++i) {
+            const float x1 = px[i], y1 = py[i], z1 = pz[i], x0 = 1 - x1, y0 = 1 - y1, z0 = 1 - z1;
+            if (pin[i]) {
+                const int64_t p = pbase[i];
+                const Pair a = LoadPair(input + p), b = LoadPair(input + p + w);
+                const Pair c = LoadPair(input + p + plane), e = LoadPair(input + p + plane + w);
+                o[i] = a.lo * (x0 * y0 * z0) + a.hi * (x1 * y0 * z0) + b.lo * (x0 * y1 * z0) + b.hi * (x1 * y1 * z0) +
+                       c.lo * (x0 * y0 * z1) + c.hi * (x1 * y0 * z1) + e.lo * (x0 * y1 * z1) + e.hi * (x1 * y1 * z1);
+            } else {
+                const float ix = ((gr[3 * i] + 1) * float(w) - 1) / 2;
+                const float iy = ((gr[3 * i + 1] + 1) * float(h) - 1) / 2;
+                const float iz = ((gr[3 * i + 2] + 1) * float(d) - 1) / 2;
+                float sum = 0;
+                if (std::isfinite(ix) && std::isfinite(iy) && std::isfinite(iz)) {
+                    const int64_t fx = int64_t(std::floor(ix)), fy = int64_t(std::floor(iy)), fz = int64_t(std::floor(iz));
+                    for (int k = 0; k < 8; ++k) {
+                        const int dx = k & 1, dy = k >> 1 & 1, dz = k >> 2;
+                        const int64_t x = fx + dx, y = fy + dy, z = fz + dz;
+                        if (x < 0 || x >= w || y < 0 || y >= h || z < 0 || z >= d) continue;
+                        sum += input[z * plane + y * w + x] * ((dx ? x1 : x0) * (dy ? y1 : y0) * (dz ? z1 : z0));
+                    }
+                }
+                o[i] = sum;
+            }
+        }
+    }
+}

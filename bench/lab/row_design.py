@@ -55,7 +55,24 @@ def main():
         design()
         lib_ig, lib_gg = gridsampler3d.grid_sample_backward(grad, inp, grid)
         diff = max(((a - b).abs().max() / b.abs().max()).item() for a, b in ((ig, lib_ig), (gg, lib_gg)))
-        print(f"{kind:12} design {med['design']:7.2f} ms  library {med['library']:7.2f} ms  "
+        out = torch.empty(grad.shape)
+        forward_calls = {"design": lambda: lib.gs3d_row_design_forward(ptr(inp), ptr(grid), ptr(out), *(
+            ctypes.c_int64(v) for v in (d, h, w, od, oh, ow))),
+            "library": lambda: gridsampler3d.grid_sample(inp, grid),
+            "pytorch": lambda: torch.ops.aten.grid_sampler_3d(inp, grid, 0, 0, False)}
+        forward_times = {name: [] for name in forward_calls}
+        for r in range(repeats):
+            for name, fn in (list(forward_calls.items()) if r % 2 == 0 else reversed(list(forward_calls.items()))):
+                start = time.perf_counter()
+                fn()
+                forward_times[name].append(time.perf_counter() - start)
+        fmed = {name: statistics.median(t) * 1e3 for name, t in forward_times.items()}
+        forward_calls["design"]()
+        fdiff = ((out - gridsampler3d.grid_sample(inp, grid)).abs().max()).item()
+        print(f"{kind:12} forward  design {fmed['design']:7.2f} ms  library {fmed['library']:7.2f} ms  "
+              f"pytorch {fmed['pytorch']:7.2f} ms  library/design {fmed['library'] / fmed['design']:.2f}x  "
+              f"pytorch/design {fmed['pytorch'] / fmed['design']:.2f}x  max diff {fdiff:.1e}")
+        print(f"{kind:12} backward design {med['design']:7.2f} ms  library {med['library']:7.2f} ms  "
               f"pytorch {med['pytorch']:7.2f} ms  library/design {med['library'] / med['design']:.2f}x  "
               f"pytorch/design {med['pytorch'] / med['design']:.2f}x  max diff {diff:.1e}")
 
