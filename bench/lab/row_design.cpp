@@ -28,6 +28,37 @@ inline Pair LoadPair(const float* p) {
 
 inline void StorePair(float* p, Pair v) { std::memcpy(p, &v, sizeof v); }
 
+// Phase 1 of a row, in loops the compiler vectorizes (no branches: it if-converts the
+// selects): PyTorch's unnormalize ((x + 1) * size - 1) / 2, the floor, the weights of the
+// upper corners, whether all eight corners are inside, and the first corner's offset
+// (clamped into the volume, so that NaN and far points convert safely).
+struct RowCells {
+    std::vector<float> wx, wy, wz;
+    std::vector<int32_t> base, inside;
+    explicit RowCells(int64_t ow) : wx(ow), wy(ow), wz(ow), base(ow), inside(ow) {}
+
+    void Compute(const float* __restrict g, int64_t d, int64_t h, int64_t w, int64_t ow) {
+        const float top_x = float(w - 2), top_y = float(h - 2), top_z = float(d - 2);
+        const int32_t plane = int32_t(h * w);
+        float* __restrict px = wx.data();
+        float* __restrict py = wy.data();
+        float* __restrict pz = wz.data();
+        int32_t* __restrict pbase = base.data();
+        int32_t* __restrict pin = inside.data();
+        for (int i = 0; i < int(ow); ++i) {
+            const float ix = ((g[3 * i] + 1) * float(w) - 1) / 2;
+            const float iy = ((g[3 * i + 1] + 1) * float(h) - 1) / 2;
+            const float iz = ((g[3 * i + 2] + 1) * float(d) - 1) / 2;
+            const float fx = std::floor(ix), fy = std::floor(iy), fz = std::floor(iz);
+            px[i] = ix - fx, py[i] = iy - fy, pz[i] = iz - fz;
+            pin[i] = (fx >= 0) & (fx <= top_x) & (fy >= 0) & (fy <= top_y) & (fz >= 0) & (fz <= top_z);
+            float cx = fx >= 0 ? fx : 0, cy = fy >= 0 ? fy : 0, cz = fz >= 0 ? fz : 0;
+            cx = cx <= top_x ? cx : top_x, cy = cy <= top_y ? cy : top_y, cz = cz <= top_z ? cz : top_z;
+            pbase[i] = int32_t(cz) * plane + int32_t(cy) * int32_t(w) + int32_t(cx);
+        }
+    }
+};
+
 }  // namespace
 
 extern "C" void gs3d_row_design_backward(const float* grad_output, const float* input, const float* grid,
@@ -35,46 +66,23 @@ extern "C" void gs3d_row_design_backward(const float* grad_output, const float* 
                                          int64_t od, int64_t oh, int64_t ow) {
     const int64_t plane = h * w, volume = d * plane;
     std::memset(input_grad, 0, sizeof(float) * volume);
-    std::vector<float> wx(ow), wy(ow), wz(ow), go(ow);
-    std::vector<int32_t> base(ow), inside(ow);
+    RowCells cells(ow);
     const float mx = float(w) / 2, my = float(h) / 2, mz = float(d) / 2;
-    const float top_x = float(w - 2), top_y = float(h - 2), top_z = float(d - 2);
-    float* __restrict px = wx.data();
-    float* __restrict py = wy.data();
-    float* __restrict pz = wz.data();
-    float* __restrict pgo = go.data();
-    int32_t* __restrict pbase = base.data();
-    int32_t* __restrict pin = inside.data();
     for (int64_t row = 0; row < od * oh; ++row) {
         const float* g = grid + row * ow * 3;
         const float* gout = grad_output + row * ow;
         float* gg = grid_grad + row * ow * 3;
-        // 1. Per point, in vectors (no branches: the compiler if-converts the selects):
-        // PyTorch's unnormalize ((x + 1) * size - 1) / 2, the floor, the weights of the upper
-        // corners, whether all eight corners are inside, and the first corner's offset
-        // (clamped into the volume, so that NaN and far points convert safely).
-        const float* __restrict gr = g;
-        const float* __restrict gor = gout;
-        for (int i = 0; i < int(ow); ++i) {
-            const float ix = ((gr[3 * i] + 1) * float(w) - 1) / 2;
-            const float iy = ((gr[3 * i + 1] + 1) * float(h) - 1) / 2;
-            const float iz = ((gr[3 * i + 2] + 1) * float(d) - 1) / 2;
-            const float fx = std::floor(ix), fy = std::floor(iy), fz = std::floor(iz);
-            px[i] = ix - fx, py[i] = iy - fy, pz[i] = iz - fz;
-            pin[i] = (fx >= 0) & (fx <= top_x) & (fy >= 0) & (fy <= top_y) & (fz >= 0) & (fz <= top_z);
-            float cx = fx >= 0 ? fx : 0, cy = fy >= 0 ? fy : 0, cz = fz >= 0 ? fz : 0;
-            cx = cx <= top_x ? cx : top_x, cy = cy <= top_y ? cy : top_y, cz = cz <= top_z ? cz : top_z;
-            pbase[i] = int32_t(cz) * int32_t(plane) + int32_t(cy) * int32_t(w) + int32_t(cx);
-            pgo[i] = gor[i];
-        }
+        cells.Compute(g, d, h, w, ow);
+        const float *px = cells.wx.data(), *py = cells.wy.data(), *pz = cells.wz.data();
+        const int32_t *pbase = cells.base.data(), *pin = cells.inside.data();
         // 2. Even points, then odd ones.
         for (int parity = 0; parity < 2; ++parity) {
             for (int64_t i = parity; i < ow; i += 2) {
-                const float x1 = wx[i], y1 = wy[i], z1 = wz[i], x0 = 1 - x1, y0 = 1 - y1, z0 = 1 - z1;
-                const float gv = go[i];
+                const float x1 = px[i], y1 = py[i], z1 = pz[i], x0 = 1 - x1, y0 = 1 - y1, z0 = 1 - z1;
+                const float gv = gout[i];
                 float gx = 0, gy = 0, gz = 0;
-                if (inside[i]) {
-                    const int64_t p = base[i];
+                if (pin[i]) {
+                    const int64_t p = pbase[i];
                     const Pair a = LoadPair(input + p), b = LoadPair(input + p + w);
                     const Pair c = LoadPair(input + p + plane), e = LoadPair(input + p + plane + w);
                     const float w00 = y0 * z0, w10 = y1 * z0, w01 = y0 * z1, w11 = y1 * z1;
@@ -117,28 +125,13 @@ extern "C" void gs3d_row_design_backward(const float* grad_output, const float* 
 extern "C" void gs3d_row_design_forward(const float* input, const float* grid, float* out, int64_t d, int64_t h,
                                         int64_t w, int64_t od, int64_t oh, int64_t ow) {
     const int64_t plane = h * w;
-    std::vector<float> wx(ow), wy(ow), wz(ow);
-    std::vector<int32_t> base(ow), inside(ow);
-    const float top_x = float(w - 2), top_y = float(h - 2), top_z = float(d - 2);
-    float* __restrict px = wx.data();
-    float* __restrict py = wy.data();
-    float* __restrict pz = wz.data();
-    int32_t* __restrict pbase = base.data();
-    int32_t* __restrict pin = inside.data();
+    RowCells cells(ow);
     for (int64_t row = 0; row < od * oh; ++row) {
-        const float* __restrict gr = grid + row * ow * 3;
+        const float* gr = grid + row * ow * 3;
         float* o = out + row * ow;
-        for (int i = 0; i < int(ow); ++i) {
-            const float ix = ((gr[3 * i] + 1) * float(w) - 1) / 2;
-            const float iy = ((gr[3 * i + 1] + 1) * float(h) - 1) / 2;
-            const float iz = ((gr[3 * i + 2] + 1) * float(d) - 1) / 2;
-            const float fx = std::floor(ix), fy = std::floor(iy), fz = std::floor(iz);
-            px[i] = ix - fx, py[i] = iy - fy, pz[i] = iz - fz;
-            pin[i] = (fx >= 0) & (fx <= top_x) & (fy >= 0) & (fy <= top_y) & (fz >= 0) & (fz <= top_z);
-            float cx = fx >= 0 ? fx : 0, cy = fy >= 0 ? fy : 0, cz = fz >= 0 ? fz : 0;
-            cx = cx <= top_x ? cx : top_x, cy = cy <= top_y ? cy : top_y, cz = cz <= top_z ? cz : top_z;
-            pbase[i] = int32_t(cz) * int32_t(plane) + int32_t(cy) * int32_t(w) + int32_t(cx);
-        }
+        cells.Compute(gr, d, h, w, ow);
+        const float *px = cells.wx.data(), *py = cells.wy.data(), *pz = cells.wz.data();
+        const int32_t *pbase = cells.base.data(), *pin = cells.inside.data();
         for (int64_t i = 0; i < ow; ++i) {
             const float x1 = px[i], y1 = py[i], z1 = pz[i], x0 = 1 - x1, y0 = 1 - y1, z0 = 1 - z1;
             if (pin[i]) {

@@ -24,6 +24,19 @@ import gridsampler3d  # noqa: E402
 from workloads import make_problem  # noqa: E402
 
 
+def medians_in_turn(calls, repeats):
+    """Milliseconds: each call's median, the calls made in turn (reversed every other repeat)."""
+    times = {name: [] for name in calls}
+    for fn in calls.values():
+        fn()
+    for r in range(repeats):
+        for name, fn in (list(calls.items()) if r % 2 == 0 else reversed(list(calls.items()))):
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
+
+
 def main():
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 128
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 9
@@ -43,15 +56,7 @@ def main():
 
         calls = {"design": design, "library": lambda: gridsampler3d.grid_sample_backward(grad, inp, grid),
                  "pytorch": lambda: torch.ops.aten.grid_sampler_3d_backward(grad, inp, grid, 0, 0, False, [True, True])}
-        times = {name: [] for name in calls}
-        for fn in calls.values():
-            fn()
-        for r in range(repeats):
-            for name, fn in (list(calls.items()) if r % 2 == 0 else reversed(list(calls.items()))):
-                start = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - start)
-        med = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+        med = medians_in_turn(calls, repeats)
         design()
         lib_ig, lib_gg = gridsampler3d.grid_sample_backward(grad, inp, grid)
         diff = max(((a - b).abs().max() / b.abs().max()).item() for a, b in ((ig, lib_ig), (gg, lib_gg)))
@@ -60,13 +65,7 @@ def main():
             ctypes.c_int64(v) for v in (d, h, w, od, oh, ow))),
             "library": lambda: gridsampler3d.grid_sample(inp, grid),
             "pytorch": lambda: torch.ops.aten.grid_sampler_3d(inp, grid, 0, 0, False)}
-        forward_times = {name: [] for name in forward_calls}
-        for r in range(repeats):
-            for name, fn in (list(forward_calls.items()) if r % 2 == 0 else reversed(list(forward_calls.items()))):
-                start = time.perf_counter()
-                fn()
-                forward_times[name].append(time.perf_counter() - start)
-        fmed = {name: statistics.median(t) * 1e3 for name, t in forward_times.items()}
+        fmed = medians_in_turn(forward_calls, repeats)
         forward_calls["design"]()
         fdiff = ((out - gridsampler3d.grid_sample(inp, grid)).abs().max()).item()
         print(f"{kind:12} forward  design {fmed['design']:7.2f} ms  library {fmed['library']:7.2f} ms  "
