@@ -7,7 +7,7 @@ ab_interleave (C++) alternates the two builds call by call, back to back ("hot")
 which leaves the caches full of its own data and, at N = 1 (PyTorch 1.13's 3D kernels
 parallelise over N only), one vCPU idle for tens to hundreds of milliseconds. A change can
 gain in one condition and not in the other: the scan's one slab per batch item at N = 2
-(fifteenth session) measured 0.93-0.95 hot on the nearest (2, 8, 64) backward and 0.98-1.02
+measured 0.93-0.95 hot on the nearest (2, 8, 64) backward and 0.98-1.02
 here.
 
 Each pair runs PyTorch then A, PyTorch then B (B first every other pair); the ratio B / A is
