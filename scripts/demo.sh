@@ -8,7 +8,7 @@ bash scripts/install-deps.sh sample
 mkdir -p build
 log=build/demo-build.log
 echo "building the library and the sample program (the SIMD kernels take several minutes on 2 cores; log: $log)"
-if ! bash scripts/build.sh sample 2>&1 | tee "$log" | awk '/^\[ *[0-9]+%\]/ { print; fflush() }'; then
+if ! bash scripts/build.sh sample 2>&1 | tee "$log" | sed -u -n '/^\[ *[0-9]*%\]/p'; then
   tail -n 40 "$log"
   echo "demo.sh: the build failed; the whole log is in $log" >&2
   exit 1
