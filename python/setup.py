@@ -6,7 +6,8 @@ is the one command a PyTorch user needs (offline, Debian's setuptools). The rest
 metadata is in pyproject.toml.
 
 GRIDSAMPLER3D_CMAKE_BUILD_DIR names a CMake build tree to use instead of a fresh one (an
-existing, configured tree such as the checkout's build/ is only brought up to date); the
+existing, configured tree such as the checkout's build/ is only brought up to date; a
+relative path is taken from the checkout's root); the
 default is a folder under setuptools' build_temp, which pip keeps between installs from the
 same checkout, so a second install rebuilds only what changed.
 """
@@ -46,8 +47,10 @@ def build_library(build_dir):
 class BuildPyWithLibrary(build_py):
     def run(self):
         super().run()
-        build_dir = os.environ.get("GRIDSAMPLER3D_CMAKE_BUILD_DIR") or os.path.join(
-            os.path.abspath(self.get_finalized_command("build").build_temp), "cmake")
+        # A relative GRIDSAMPLER3D_CMAKE_BUILD_DIR is the checkout's (pip runs this in python/).
+        build_dir = os.path.join(SOURCE_ROOT, os.environ["GRIDSAMPLER3D_CMAKE_BUILD_DIR"]) if os.environ.get(
+            "GRIDSAMPLER3D_CMAKE_BUILD_DIR") else os.path.join(os.path.abspath(self.get_finalized_command("build").build_temp),
+                                                               "cmake")
         library = build_library(os.path.abspath(build_dir))
         # The real file under the plain name: a wheel holds no symbolic links.
         shutil.copyfile(library, os.path.join(self.build_lib, "gridsampler3d", LIBRARY_NAME))
