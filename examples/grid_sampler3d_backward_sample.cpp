@@ -1,4 +1,4 @@
-// The sample program of CANN's aclnnGridSampler3DBackward documentation (../shared/seed),
+// The sample program of CANN ops-cv's aclnnGridSampler3DBackward documentation,
 // reconstructed character for character where the seed's text lost punctuation. It builds
 // unchanged against gridsampler3d's headers and runs on the CPU.
 #include <iostream>

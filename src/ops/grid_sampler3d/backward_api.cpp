@@ -1,5 +1,6 @@
 // aclnnGridSampler3DBackwardGetWorkspaceSize / aclnnGridSampler3DBackward: checks in CANN's
-// order (../shared/spec/aclnn.md), then a plan (the kernel's views) held by the executor.
+// order (docs/design.md, "CANN's rules we keep"), then a plan (the kernel's views) held by
+// the executor.
 #include <limits>
 #include <new>
 
