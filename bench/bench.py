@@ -10,7 +10,9 @@ same thread count for PyTorch (torch.set_num_threads) and us (OMP_NUM_THREADS).
 
 Every case calls ours (the aclnn call through the package's runtime), PyTorch's aten op and,
 on one thread, the scalar baseline (scalar_baseline.cpp) in turn within each repeat, and
-reports medians. Ours is checked against the baseline's values in every case.
+reports medians; a variant (border, reflection, fp64, fp16, bf16) also calls ours in fp32
+with zeros padding in turn, for its ratio to that. Ours is checked against the baseline's
+values in every case.
 
 Usage: bench.py [--quick] [--out DIR] [--threads N]
   (needs GRIDSAMPLER3D_LIBRARY, or build/ next to here; scripts/bench.sh builds and runs it)
@@ -62,6 +64,22 @@ def median_times(fns, repeats):
     return [statistics.median(t) for t in times]
 
 
+def fp32_zeros_call(runtime, view, op, problem):
+    """Ours on an fp32 problem (input, grid, gradOutput) with zeros padding, outputs allocated
+    here, for timing beside a variant of it."""
+    import torch
+    inp, grid, grad = problem
+    outputs = [torch.empty_like(grad), torch.empty_like(inp), torch.empty_like(grid)]
+    views = [view(t) for t in (inp, grid, grad, *outputs)]
+    tensors = (problem, outputs)  # views hold raw pointers: the call keeps the tensors alive
+
+    def call():
+        if op == "forward":
+            return tensors, runtime.forward(views[0], views[1], views[3], 0, 0, False)
+        return tensors, runtime.backward(views[2], views[0], views[1], views[4], views[5], 0, 0, False, (True, True))
+    return call
+
+
 def run_child(threads, quick, selection):
     import torch
     sys.path.insert(0, os.path.join(ROOT, "python"))  # the package of this checkout
@@ -102,10 +120,16 @@ def run_child(threads, quick, selection):
         has_scalar = threads == 1 and has_torch
         calls += [theirs] if has_torch else []
         calls += [scalar] if has_scalar else []
+        # A variant (another padding or dtype) also times ours in fp32 with zeros padding on the
+        # same grid, in turn, so that the ratio of the two sees the same phases of the host.
+        has_base = (dtype_name, padding_name) != ("fp32", "zeros")
+        if has_base:
+            calls.append(fp32_zeros_call(_runtime, view, op, make_problem(grid_kind, n, c, size, layout == "ndhwc")))
         medians = median_times(calls, repeats)
         row = {"case": [grid_kind, layout, dtype_name, padding_name, op], "threads": threads, "N": n, "C": c,
                "S": size, "ours_s": medians[0], "torch_s": medians[1] if has_torch else None,
-               "scalar_s": medians[2] if has_scalar else None, "workspace_bytes": workspace[-1]}
+               "scalar_s": medians[2] if has_scalar else None, "base_s": medians[-1] if has_base else None,
+               "workspace_bytes": workspace[-1]}
         if has_scalar:  # the baseline and ours computed the same thing
             mine = [out] if op == "forward" else [input_grad, grid_grad]
             base = [scalar_out] if op == "forward" else list(scalar_grads)
