@@ -64,20 +64,25 @@ def median_times(fns, repeats):
     return [statistics.median(t) for t in times]
 
 
-def fp32_zeros_call(runtime, view, op, problem):
-    """Ours on an fp32 problem (input, grid, gradOutput) with zeros padding, outputs allocated
-    here, for timing beside a variant of it."""
-    import torch
-    inp, grid, grad = problem
-    outputs = [torch.empty_like(grad), torch.empty_like(inp), torch.empty_like(grid)]
-    views = [view(t) for t in (inp, grid, grad, *outputs)]
-    tensors = (problem, outputs)  # views hold raw pointers: the call keeps the tensors alive
+class LibraryCall:
+    """Ours on one problem (input, grid, gradOutput) with bilinear interpolation: the outputs
+    are allocated here and held (the views are raw pointers), and the call's workspace size
+    kept."""
 
-    def call():
+    def __init__(self, runtime, view, op, problem, padding):
+        import torch
+        inp, grid, grad = self.problem = problem
+        self.out, self.input_grad, self.grid_grad = torch.empty_like(grad), torch.empty_like(inp), torch.empty_like(grid)
+        v = [view(t) for t in (inp, grid, grad, self.out, self.input_grad, self.grid_grad)]
         if op == "forward":
-            return tensors, runtime.forward(views[0], views[1], views[3], 0, 0, False)
-        return tensors, runtime.backward(views[2], views[0], views[1], views[4], views[5], 0, 0, False, (True, True))
-    return call
+            self._run = lambda: runtime.forward(v[0], v[1], v[3], 0, padding, False)
+        else:
+            self._run = lambda: runtime.backward(v[2], v[0], v[1], v[4], v[5], 0, padding, False, (True, True))
+        self.outputs = [self.out] if op == "forward" else [self.input_grad, self.grid_grad]
+        self.workspace_bytes = 0
+
+    def __call__(self):
+        self.workspace_bytes = self._run()
 
 
 def run_child(threads, quick, selection):
@@ -100,21 +105,15 @@ def run_child(threads, quick, selection):
         n, c, size = layouts[layout]
         dtype, padding = dtypes[dtype_name], paddings[padding_name]
         inp, grid, grad = make_problem(grid_kind, n, c, size, layout == "ndhwc", dtype)
-        out = torch.empty_like(grad)
-        input_grad, grid_grad = torch.empty_like(inp), torch.empty_like(grid)
-        views = [view(t) for t in (inp, grid, grad, out, input_grad, grid_grad)]
-        workspace = []
+        ours = LibraryCall(_runtime, view, op, (inp, grid, grad), padding)
         if op == "forward":
-            ours = lambda: workspace.append(_runtime.forward(views[0], views[1], views[3], 0, padding, False))
             theirs = lambda: torch.ops.aten.grid_sampler_3d(inp, grid, 0, padding, False)
-            scalar_out = torch.empty_like(out)
-            scalar = lambda: baseline.forward(inp, grid, scalar_out, padding)
+            scalar_outputs = [torch.empty_like(ours.out)]
+            scalar = lambda: baseline.forward(inp, grid, *scalar_outputs, padding)
         else:
-            ours = lambda: workspace.append(_runtime.backward(views[2], views[0], views[1], views[4], views[5], 0,
-                                                              padding, False, (True, True)))
             theirs = lambda: torch.ops.aten.grid_sampler_3d_backward(grad, inp, grid, 0, padding, False, [True, True])
-            scalar_grads = (torch.empty_like(inp), torch.empty_like(grid))
-            scalar = lambda: baseline.backward(grad, inp, grid, *scalar_grads, padding)
+            scalar_outputs = [torch.empty_like(inp), torch.empty_like(grid)]
+            scalar = lambda: baseline.backward(grad, inp, grid, *scalar_outputs, padding)
         calls = [ours]
         has_torch = dtype in (torch.float32, torch.float64)  # PyTorch 1.13 has no fp16/bf16 CPU kernel
         has_scalar = threads == 1 and has_torch
@@ -124,18 +123,16 @@ def run_child(threads, quick, selection):
         # same grid, in turn, so that the ratio of the two sees the same phases of the host.
         has_base = (dtype_name, padding_name) != ("fp32", "zeros")
         if has_base:
-            calls.append(fp32_zeros_call(_runtime, view, op, make_problem(grid_kind, n, c, size, layout == "ndhwc")))
+            calls.append(LibraryCall(_runtime, view, op, make_problem(grid_kind, n, c, size, layout == "ndhwc"), 0))
         medians = median_times(calls, repeats)
         row = {"case": [grid_kind, layout, dtype_name, padding_name, op], "threads": threads, "N": n, "C": c,
                "S": size, "ours_s": medians[0], "torch_s": medians[1] if has_torch else None,
                "scalar_s": medians[2] if has_scalar else None, "base_s": medians[-1] if has_base else None,
-               "workspace_bytes": workspace[-1]}
+               "workspace_bytes": ours.workspace_bytes}
         if has_scalar:  # the baseline and ours computed the same thing
-            mine = [out] if op == "forward" else [input_grad, grid_grad]
-            base = [scalar_out] if op == "forward" else list(scalar_grads)
             row["scalar_max_rel_diff"] = max(((a.double() - b.double()).abs().max() /
                                               b.double().abs().max().clamp(min=1e-30)).item()
-                                             for a, b in zip(mine, base))
+                                             for a, b in zip(ours.outputs, scalar_outputs))
         results.append(row)
         print(f"  {op:8} {grid_kind:12} {layout} {dtype_name} {padding_name:10} threads={threads}: "
               f"ours {medians[0] * 1e3:.2f} ms" + (f", torch {medians[1] * 1e3:.1f} ms" if has_torch else "")

@@ -47,10 +47,11 @@ def build_library(build_dir):
 class BuildPyWithLibrary(build_py):
     def run(self):
         super().run()
-        # A relative GRIDSAMPLER3D_CMAKE_BUILD_DIR is the checkout's (pip runs this in python/).
-        build_dir = os.path.join(SOURCE_ROOT, os.environ["GRIDSAMPLER3D_CMAKE_BUILD_DIR"]) if os.environ.get(
-            "GRIDSAMPLER3D_CMAKE_BUILD_DIR") else os.path.join(os.path.abspath(self.get_finalized_command("build").build_temp),
-                                                               "cmake")
+        build_dir = os.environ.get("GRIDSAMPLER3D_CMAKE_BUILD_DIR")
+        if build_dir:  # a relative one is the checkout's (pip runs this in python/)
+            build_dir = os.path.join(SOURCE_ROOT, build_dir)
+        else:
+            build_dir = os.path.join(self.get_finalized_command("build").build_temp, "cmake")
         library = build_library(os.path.abspath(build_dir))
         # The real file under the plain name: a wheel holds no symbolic links.
         shutil.copyfile(library, os.path.join(self.build_lib, "gridsampler3d", LIBRARY_NAME))

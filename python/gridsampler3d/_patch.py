@@ -52,7 +52,7 @@ grid_sample.__doc__ = ("torch.nn.functional.grid_sample, patched by gridsampler3
                        + (_torch_grid_sample.__doc__ or ""))
 
 
-_torchscript_told = False
+_torchscript_registered = False
 
 
 def _let_torchscript_compile_pytorchs():
@@ -61,10 +61,10 @@ def _let_torchscript_compile_pytorchs():
     the patch. Registering PyTorch's compiled function as the replacement's makes scripted code
     compile and run PyTorch's kernel. torch.jit._state is private API: where it has changed,
     scripting under the patch fails as it would without this."""
-    global _torchscript_told
-    if _torchscript_told:
+    global _torchscript_registered
+    if _torchscript_registered:
         return
-    _torchscript_told = True
+    _torchscript_registered = True
     try:
         from torch.jit import _state
         _state._set_jit_function_cache(grid_sample, torch.jit.script(_torch_grid_sample))
