@@ -1,8 +1,8 @@
 // The kernels' paths that only larger or particular problems reach, against the independent
 // reference: full SIMD blocks in every slab, rows longer than a sort segment, every key spread
 // of the sorted plan, the channels-last copies of wide rows, smooth grids whose corners lie side
-// by side, and the channels-last kernels on other layouts. Run on every SIMD target (tests/
-// CMakeLists.txt), since lane counts decide which path a row takes.
+// by side, the one-channel pair blocks, and the channels-last kernels on other layouts. Run on
+// every SIMD target (tests/CMakeLists.txt), since lane counts decide which path a row takes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -171,6 +171,41 @@ TEST(SmoothGrids, CornersSideBySideMatchReference) {
             << "padding " << padding;
         EXPECT_EQ(CompareArrays(LoadGrid(bc.grid_grad), expected_grid_grad, ACL_FLOAT), "") << "padding " << padding;
     }
+}
+
+// One channel, W stride 1 (the scan's pair blocks, backward_pairs-inl.h): a smooth grid that
+// leaves the volume at its edges, so that blocks hold points with every corner inside (the
+// corner pairs and the factored grid gradient) and points with corners outside (corner by
+// corner); every dtype, padding and alignment, against the reference.
+TEST(SmoothGrids, OneChannelPairBlocksMatchReference) {
+    const int64_t d = 9, h = 8, w = 70, od = 8, oh = 7, ow = 67;
+    for (aclDataType type : {ACL_FLOAT, ACL_DOUBLE, ACL_FLOAT16, ACL_BF16})
+        for (int padding : {0, 1, 2})
+            for (bool align : {false, true}) {
+                const RefOptions options{0, padding, align};
+                BackwardCase bc(type, 2, 1, d, h, w, od, oh, ow, 90u + static_cast<unsigned>(padding));
+                for (int64_t n = 0; n < 2; ++n)
+                    for (int64_t z = 0; z < od; ++z)
+                        for (int64_t y = 0; y < oh; ++y)
+                            for (int64_t x = 0; x < ow; ++x) {
+                                // Identity plus a smooth displacement, 1.1 times wide so the
+                                // rows' ends fall outside; 2^-6 steps, exact in every dtype.
+                                const double g[3] = {1.1 * ((2.0 * x + 1) / ow - 1) + 0.05 * std::sin(0.3 * y + n),
+                                                     (2.0 * y + 1) / oh - 1 + 0.04 * std::cos(0.2 * x),
+                                                     (2.0 * z + 1) / od - 1 + 0.03 * std::sin(0.1 * x + 0.5 * y)};
+                                for (int axis = 0; axis < 3; ++axis)
+                                    bc.grid_values.at(n, z, y, x, axis) = std::round(g[axis] * 64) / 64;
+                            }
+                StoreGrid(bc.grid_values, &bc.grid);
+                ASSERT_EQ(bc.Run(std::nullopt, options), ACLNN_SUCCESS);
+                Array5 expected_input_grad, expected_grid_grad;
+                ReferenceBackward(bc.grad_values, bc.input_values, bc.grid_values, options, &expected_input_grad,
+                                  &expected_grid_grad);
+                EXPECT_EQ(CompareArrays(LoadVolume(bc.input_grad, false), expected_input_grad, type), "")
+                    << DtypeName(type) << " padding " << padding << " align " << align;
+                EXPECT_EQ(CompareArrays(LoadGrid(bc.grid_grad), expected_grid_grad, type), "")
+                    << DtypeName(type) << " padding " << padding << " align " << align;
+            }
 }
 
 // The backward with a dense NCDHW inputGrad and 4 channels or more runs with channels last

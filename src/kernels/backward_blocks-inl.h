@@ -171,6 +171,46 @@ HWY_INLINE int CountBeside(const Offset* HWY_RESTRICT base, int count) {
     }
 }
 
+// (C) of a block whose grid gradient's sums are complete (gix, giy, giz): gridGrad =
+// d(index)/d(grid) * the sums, for the points it owns.
+template <typename T, typename S = ComputeType<T>>
+HWY_INLINE void WriteBlockGridGrad(const Problem<T>& pb, const PreparedBlock<S>& block) {
+    const hn::ScalableTag<S> d;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const int count = block.cells.count;
+    const S* HWY_RESTRICT gix = block.gix;
+    const S* HWY_RESTRICT giy = block.giy;
+    const S* HWY_RESTRICT giz = block.giz;
+    const int64_t ggs = pb.args.grid_grad.stride[4];
+    int i = 0;
+    if constexpr (std::is_same_v<T, S>) {
+        if (block.packed_grid_grad && block.whole) {
+            T* gg = pb.ggrid + block.grid_grad[0];
+            // Interleaved in an aligned block-sized buffer, then streamed where the caller
+            // fences (stream_grid_grad) and gridGrad lies on vector boundaries: no read for
+            // ownership of lines that nothing reads back, and the corners' lines stay in the
+            // caches. At (1, 1, 128) gridGrad is 25 MiB, three times inputGrad.
+            HWY_ALIGN S staged[3 * kBlock];
+            T* to = block.stream_grid_grad ? staged : gg;
+            for (; i + lanes <= count; i += lanes)
+                hn::StoreInterleaved3(hn::Mul(hn::Load(d, block.mx + i), hn::Load(d, gix + i)),
+                                      hn::Mul(hn::Load(d, block.my + i), hn::Load(d, giy + i)),
+                                      hn::Mul(hn::Load(d, block.mz + i), hn::Load(d, giz + i)), d, to + 3 * i);
+            if (block.stream_grid_grad) {
+                const int64_t streamed = StreamRun(staged, gg, 3 * i);
+                std::copy(staged + streamed, staged + 3 * i, gg + streamed);
+            }
+        }
+    }
+    for (; i < count; ++i) {
+        if (!block.whole && !block.owned[i]) continue;  // another slab's task writes it
+        T* gg = pb.ggrid + block.grid_grad[i];
+        StoreElement<T>(block.mx[i] * gix[i], gg);
+        StoreElement<T>(block.my[i] * giy[i], gg + ggs);
+        StoreElement<T>(block.mz[i] * giz[i], gg + 2 * ggs);
+    }
+}
+
 // Channels [c_begin, c_end) of a block: (B) for each, and (C) once the last is done. The
 // grid gradient's sums live in the block between calls, channels taken in order.
 // !kScatter: gridGrad alone (GridGradOnly); nothing is scattered and pb.acc may be null.
@@ -295,36 +335,7 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
     }
 
     // (C)
-    if (kGridGrad && c_end == pb.channels) {
-        const int64_t ggs = a.grid_grad.stride[4];
-        int i = 0;
-        if constexpr (std::is_same_v<T, S>) {
-            if (block.packed_grid_grad && block.whole) {
-                T* gg = pb.ggrid + block.grid_grad[0];
-                // Interleaved in an aligned block-sized buffer, then streamed where the caller
-                // fences (stream_grid_grad) and gridGrad lies on vector boundaries: no read for
-                // ownership of lines that nothing reads back, and the corners' lines stay in the
-                // caches. At (1, 1, 128) gridGrad is 25 MiB, three times inputGrad.
-                HWY_ALIGN S staged[3 * kBlock];
-                T* to = block.stream_grid_grad ? staged : gg;
-                for (; i + lanes <= count; i += lanes)
-                    hn::StoreInterleaved3(hn::Mul(hn::Load(d, block.mx + i), hn::Load(d, gix + i)),
-                                          hn::Mul(hn::Load(d, block.my + i), hn::Load(d, giy + i)),
-                                          hn::Mul(hn::Load(d, block.mz + i), hn::Load(d, giz + i)), d, to + 3 * i);
-                if (block.stream_grid_grad) {
-                    const int64_t streamed = StreamRun(staged, gg, 3 * i);
-                    std::copy(staged + streamed, staged + 3 * i, gg + streamed);
-                }
-            }
-        }
-        for (; i < count; ++i) {
-            if (!block.whole && !block.owned[i]) continue;  // another slab's task writes it
-            T* gg = pb.ggrid + block.grid_grad[i];
-            StoreElement<T>(block.mx[i] * gix[i], gg);
-            StoreElement<T>(block.my[i] * giy[i], gg + ggs);
-            StoreElement<T>(block.mz[i] * giz[i], gg + 2 * ggs);
-        }
-    }
+    if (kGridGrad && c_end == pb.channels) WriteBlockGridGrad(pb, block);
 }
 
 // The nearest voxels of a block's points (grid values in coord, `count` real of `padded`),

@@ -21,6 +21,7 @@
 
 #include "kernels/backward_blocks-inl.h"
 #include "kernels/backward_channels_last-inl.h"
+#include "kernels/backward_pairs-inl.h"
 #include "kernels/backward_plan.h"
 #include "kernels/row_order.h"
 
@@ -270,6 +271,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         BlockVoxels<S> voxels;
         PointBlock points;
         BlockChunk<T, kGridGrad, /*kUnitChannels=*/false> chunked(pb, n);
+        const bool pairs = I == Interpolation::kBilinear && PairBlocksServe(pb);
         // Bilinear: in bands (row_order.h), thin ones, as the task's slab is thick (4 rows
         // beat 16, and plane after plane by a sixth). Nearest, one voxel per point, gained
         // nothing from bands: plane after plane.
@@ -293,7 +295,10 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                     PrepareBlock<T, P, kGridGrad>(pb, points, prepared);
                     prepared.stream_grid_grad = true;
                     RestrictToSlab(prepared, z_begin, z_end, depth);
-                    chunked.Add();
+                    if (pairs)
+                        RunPairBlock<T, kGridGrad>(pb, n, prepared);
+                    else
+                        chunked.Add();
                     points.count = 0;
                 };
                 if (ws.row_lowest[r] < z_begin || ws.row_highest[r] >= z_end) {  // the row meets other slabs
