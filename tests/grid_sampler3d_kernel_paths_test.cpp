@@ -45,13 +45,7 @@ TEST(LargerProblems, BackwardMatchesReference) {
                     StoreGrid(bc.grid_values, &bc.grid);
                 }
                 ASSERT_EQ(bc.Run(std::nullopt, options), ACLNN_SUCCESS);
-                Array5 expected_input_grad, expected_grid_grad;
-                ReferenceBackward(bc.grad_values, bc.input_values, bc.grid_values, options, &expected_input_grad,
-                                  &expected_grid_grad);
-                EXPECT_EQ(CompareArrays(LoadVolume(bc.input_grad, false), expected_input_grad, type), "")
-                    << DtypeName(type) << " padding " << padding;
-                EXPECT_EQ(CompareArrays(LoadGrid(bc.grid_grad), expected_grid_grad, type), "")
-                    << DtypeName(type) << " padding " << padding;
+                bc.ExpectMatchesReference(options, type, std::string(DtypeName(type)) + " padding " + std::to_string(padding));
             }
 }
 
@@ -164,12 +158,7 @@ TEST(SmoothGrids, CornersSideBySideMatchReference) {
                   "")
             << "padding " << padding;
         ASSERT_EQ(bc.Run(std::nullopt, options), ACLNN_SUCCESS);
-        Array5 expected_input_grad, expected_grid_grad;
-        ReferenceBackward(bc.grad_values, bc.input_values, bc.grid_values, options, &expected_input_grad,
-                          &expected_grid_grad);
-        EXPECT_EQ(CompareArrays(LoadVolume(bc.input_grad, false), expected_input_grad, ACL_FLOAT), "")
-            << "padding " << padding;
-        EXPECT_EQ(CompareArrays(LoadGrid(bc.grid_grad), expected_grid_grad, ACL_FLOAT), "") << "padding " << padding;
+        bc.ExpectMatchesReference(options, ACL_FLOAT, "padding " + std::to_string(padding));
     }
 }
 
@@ -198,13 +187,8 @@ TEST(SmoothGrids, OneChannelPairBlocksMatchReference) {
                             }
                 StoreGrid(bc.grid_values, &bc.grid);
                 ASSERT_EQ(bc.Run(std::nullopt, options), ACLNN_SUCCESS);
-                Array5 expected_input_grad, expected_grid_grad;
-                ReferenceBackward(bc.grad_values, bc.input_values, bc.grid_values, options, &expected_input_grad,
-                                  &expected_grid_grad);
-                EXPECT_EQ(CompareArrays(LoadVolume(bc.input_grad, false), expected_input_grad, type), "")
-                    << DtypeName(type) << " padding " << padding << " align " << align;
-                EXPECT_EQ(CompareArrays(LoadGrid(bc.grid_grad), expected_grid_grad, type), "")
-                    << DtypeName(type) << " padding " << padding << " align " << align;
+                bc.ExpectMatchesReference(options, type, std::string(DtypeName(type)) + " padding " +
+                                                             std::to_string(padding) + " align " + std::to_string(align));
             }
 }
 

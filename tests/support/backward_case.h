@@ -2,9 +2,12 @@
 // (semantics, kernel paths): its tensors, their values for the reference, and a runner.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "support/op_runner.h"
@@ -34,6 +37,14 @@ struct BackwardCase {
     }
     aclnnStatus Run(std::optional<std::vector<bool>> mask, const RefOptions& options = kBilinearZeros) {
         return RunBackward(grad.get(), input.get(), grid.get(), options, mask, input_grad.get(), grid_grad.get());
+    }
+    // After Run: inputGrad and gridGrad against the reference with the dtype's tolerance;
+    // `what` names the case in a failure.
+    void ExpectMatchesReference(const RefOptions& options, aclDataType type, const std::string& what) const {
+        Array5 expected_input_grad, expected_grid_grad;
+        ReferenceBackward(grad_values, input_values, grid_values, options, &expected_input_grad, &expected_grid_grad);
+        EXPECT_EQ(CompareArrays(LoadVolume(input_grad, false), expected_input_grad, type), "") << what << ": inputGrad";
+        EXPECT_EQ(CompareArrays(LoadGrid(grid_grad), expected_grid_grad, type), "") << what << ": gridGrad";
     }
 };
 
