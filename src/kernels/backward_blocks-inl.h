@@ -92,7 +92,7 @@ struct PreparedBlock {
 // the backward clip) of its points w0 .. w0 + count - 1, lanes up to `padded` from grid
 // value 0, given to visit(w0, count, padded, iz). For the passes that need D alone: the
 // sorted plan's keys and the scan plan's row ranges.
-template <typename T, Padding P, typename Visit>
+template <typename T, typename Visit>
 HWY_INLINE void ForEachRowBlockDepth(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, Visit&& visit) {
     using S = ComputeType<T>;
     const int lanes = static_cast<int>(hn::Lanes(hn::ScalableTag<S>()));
@@ -102,7 +102,7 @@ HWY_INLINE void ForEachRowBlockDepth(const Problem<T>& pb, int64_t n, int64_t d,
         const int count = static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0));
         const int padded = (count + lanes - 1) / lanes * lanes;
         LoadGridRowDepth(pb.GridPoint(n, d, h, w0), gs, pb.args.grid.stride[4], count, padded, coord);
-        BlockSourceIndices<S, P, true>(coord, padded, pb.args.input.size[2], pb.args.options.align_corners, iz, unused);
+        BlockSourceIndices<S, true>(coord, padded, pb.args.input.size[2], pb.args.options, iz, unused);
         visit(w0, count, padded, static_cast<S*>(iz));
     }
 }
@@ -117,14 +117,13 @@ HWY_INLINE void ForEachRowBlockDepth(const Problem<T>& pb, int64_t n, int64_t d,
 //     scatter into inputGrad in the block's point order (corners x0 and x0 + 1 as pairs);
 // (C) RunBlock: gridGrad = d(index)/d(grid) * the sums.
 // The caller checks OffsetsFit for both geometries.
-template <typename T, Padding P, bool kGridGrad, typename S = ComputeType<T>>
+template <typename T, bool kGridGrad, typename S = ComputeType<T>>
 HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, PreparedBlock<S>& out) {
     const hn::ScalableTag<S> d;
     const int lanes = static_cast<int>(hn::Lanes(d));
     const BackwardArgs& a = pb.args;
     const int count = points.count;
     const int padded = (count + lanes - 1) / lanes * lanes;
-    const bool align = a.options.align_corners;
     HWY_ALIGN S coord[3][kBlock], ix[kBlock], iy[kBlock], iz[kBlock];
     const int64_t cs = a.grid.stride[4];
     if (points.row_segment)
@@ -136,9 +135,7 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
     out.unit_grad_output = points.row_segment && points.grad_output_w == 1;
     out.packed_grid_grad =
         std::is_same_v<T, S> && points.row_segment && points.grid_grad_w == 3 && a.grid_grad.stride[4] == 1;
-    BlockSourceIndices<S, P, true>(coord[0], padded, a.input.size[4], align, ix, out.mx);
-    BlockSourceIndices<S, P, true>(coord[1], padded, a.input.size[3], align, iy, out.my);
-    BlockSourceIndices<S, P, true>(coord[2], padded, a.input.size[2], align, iz, out.mz);
+    BlockSourceIndices3<S, true>(coord, padded, a.input.size, a.options, ix, iy, iz, out.mx, out.my, out.mz);
     out.cells.ComputeWithBases(ix, iy, iz, count, pb.acc_geometry, out.acc_base);
     out.whole = true;
     out.stream_grid_grad = false;
@@ -341,14 +338,13 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
 // The nearest voxels of a block's points (grid values in coord, `count` real of `padded`),
 // with the backward clip, as PyTorch's backward; voxels outside planes [z_begin, z_end)
 // count as outside.
-template <typename T, Padding P, typename S = ComputeType<T>>
+template <typename T, typename S = ComputeType<T>>
 HWY_INLINE void NearestVoxels(const Problem<T>& pb, S (*HWY_RESTRICT coord)[kBlock], int count, int padded,
                               int64_t z_begin, int64_t z_end, BlockVoxels<S>& voxels) {
     const BackwardArgs& a = pb.args;
-    HWY_ALIGN S index[3][kBlock], unused[kBlock];
-    const int64_t sizes[3] = {a.input.size[4], a.input.size[3], a.input.size[2]};  // x, y, z
-    for (int axis = 0; axis < 3; ++axis)
-        BlockSourceIndices<S, P, true>(coord[axis], padded, sizes[axis], a.options.align_corners, index[axis], unused);
+    HWY_ALIGN S index[3][kBlock], unused[3][kBlock];
+    BlockSourceIndices3<S, true>(coord, padded, a.input.size, a.options, index[0], index[1], index[2], unused[0],
+                                 unused[1], unused[2]);
     const S* const indices[3] = {index[0], index[1], index[2]};
     voxels.Compute(indices, padded, count, pb.acc_geometry, z_begin, z_end);
 }
@@ -356,7 +352,7 @@ HWY_INLINE void NearestVoxels(const Problem<T>& pb, S (*HWY_RESTRICT coord)[kBlo
 // A block of nearest points: source indices with SIMD (with the backward clip, as PyTorch's
 // backward), each point's voxel, then per channel a scalar scatter of gradOutput into the
 // voxels, in the block's point order. (gridGrad, 0, is written by SlabBackward in grid order.)
-template <typename T, Padding P, typename S = ComputeType<T>>
+template <typename T, typename S = ComputeType<T>>
 HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock& points) {
     const hn::ScalableTag<S> d;
     const int lanes = static_cast<int>(hn::Lanes(d));
@@ -366,7 +362,7 @@ HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock
     HWY_ALIGN S coord[3][kBlock];
     LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, a.grid.stride[4], count, padded, coord);
     BlockVoxels<S> voxels;
-    NearestVoxels<T, P>(pb, coord, count, padded, 0, a.input.size[2], voxels);
+    NearestVoxels<T>(pb, coord, count, padded, 0, a.input.size[2], voxels);
     // With C = 0 the accumulator has no data to offset.
     S* acc_n = pb.channels ? pb.acc + n * pb.acc_stride[0] : nullptr;
     for (int64_t c = 0; c < pb.channels; ++c) {

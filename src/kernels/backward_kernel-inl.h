@@ -76,7 +76,7 @@ namespace {
 // tasks whose slabs it meets, each at another time, so they had left the caches, and their
 // loads were the walk's hottest instructions (perf, (2, 8, 64)).
 constexpr int kKeysAhead = 8;
-template <typename T, Interpolation I, Padding P, bool kGridGrad, bool kUnitChannels>
+template <typename T, Interpolation I, bool kGridGrad, bool kUnitChannels>
 void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWorkspace& ws) {
     static_assert(kMaxSlabs <= UINT8_MAX + 1, "keys are 8 bits");
     using S = ComputeType<T>;
@@ -89,7 +89,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
         const int64_t n = task / rows, row = task % rows, d = row / pb.out_h, h = row % pb.out_h;
         uint8_t* keys = ws.keys + task * pb.out_w;
         uint16_t* order = ws.order + task * pb.out_w;
-        RowKeys<T, I, P>(pb, by_slab_depth, n, d, h, keys);
+        RowKeys<T, I>(pb, by_slab_depth, n, d, h, keys);
         for (int64_t s = 0; s < segments; ++s) {
             const int64_t first = s * kSegmentPoints;
             SortSegment(keys + first, order + first, std::min(kSegmentPoints, pb.out_w - first),
@@ -118,9 +118,9 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
         BlockChunk<T, kGridGrad, kUnitChannels> chunked(pb, n);
         auto submit = [&] {
             if constexpr (I == Interpolation::kNearest) {
-                NearestBlock<T, P>(pb, n, block);
+                NearestBlock<T>(pb, n, block);
             } else {
-                PrepareBlock<T, P, kGridGrad>(pb, block, chunked.Next());
+                PrepareBlock<T, kGridGrad>(pb, block, chunked.Next());
                 chunked.Add();
             }
             block.count = 0;
@@ -154,7 +154,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
                     continue;
                 }
                 for (int64_t i = begin; i < end; ++i)
-                    BackwardPoint<T, I, P, true, kGridGrad, kUnitChannels>(pb, n, d, h, first + order[i]);
+                    BackwardPoint<T, I, true, kGridGrad, kUnitChannels>(pb, n, d, h, first + order[i]);
             }
         }
         if (block.count) submit();
@@ -208,7 +208,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
 // from 8 on.
 constexpr int64_t kGridGradOnlyChannelsLastMin = 8;
 
-template <typename T, Interpolation I, Padding P, bool kUnitChannels>
+template <typename T, Interpolation I, bool kUnitChannels>
 void GridGradOnly(const Problem<T>& pb) {
     const int64_t rows = pb.batch * pb.out_d * pb.out_h;
     if constexpr (I == Interpolation::kBilinear) {
@@ -230,7 +230,7 @@ void GridGradOnly(const Problem<T>& pb) {
                 }
                 for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
                     points.SetRowSegment(offsets, w0, static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0)));
-                    PrepareBlock<T, P, true>(input_only, points, prepared);
+                    PrepareBlock<T, true>(input_only, points, prepared);
                     if (kUnitChannels && pb.channels >= kGridGradOnlyChannelsLastMin) {
                         prepared.whole = false;
                         RunChannelsLastBlock<T, true>(input_only, n, prepared);
@@ -248,13 +248,13 @@ void GridGradOnly(const Problem<T>& pb) {
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
         const int64_t h = row % pb.out_h, d = row / pb.out_h % pb.out_d, n = row / (pb.out_h * pb.out_d);
-        for (int64_t w = 0; w < pb.out_w; ++w) BackwardPoint<T, I, P, false, true, kUnitChannels>(pb, n, d, h, w);
+        for (int64_t w = 0; w < pb.out_w; ++w) BackwardPoint<T, I, false, true, kUnitChannels>(pb, n, d, h, w);
     }
 }
 
 // inputGrad when the slab plan does not apply (more than 2^32 points per batch item):
 // tasks own whole (n, c) volumes and visit every point of n in order.
-template <typename T, Interpolation I, Padding P, bool kGridGrad>
+template <typename T, Interpolation I, bool kGridGrad>
 void PerChannelBackward(const Problem<T>& pb) {
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t task = 0; task < pb.batch * pb.channels; ++task) {
@@ -268,9 +268,9 @@ void PerChannelBackward(const Problem<T>& pb) {
         for (int64_t d = 0; d < pb.out_d; ++d)
             for (int64_t h = 0; h < pb.out_h; ++h)
                 for (int64_t w = 0; w < pb.out_w; ++w)
-                    BackwardPoint<T, I, P, true, false, false>(one, n, d, h, w);
+                    BackwardPoint<T, I, true, false, false>(one, n, d, h, w);
     }
-    if constexpr (kGridGrad) GridGradOnly<T, I, P, false>(pb);
+    if constexpr (kGridGrad) GridGradOnly<T, I, false>(pb);
 }
 
 // Rounds the fp32 accumulator into the fp16/bf16 inputGrad.
@@ -298,7 +298,7 @@ void StoreAccumulator(const Problem<T>& pb) {
 // in each volume instead of 8 x C lines (a third faster from 4 channels; 2 channels lose,
 // as they go one by one).
 // The plan, and so the result, depends on the shapes only.
-template <typename T, Padding P>
+template <typename T>
 void ChannelsLastCopyBackward(const BackwardArgs& args, void* workspace) {
     using S = ComputeType<T>;
     const View5& in = args.input;
@@ -319,18 +319,18 @@ void ChannelsLastCopyBackward(const BackwardArgs& args, void* workspace) {
         const Problem<T> pb(item, acc, channels_last);
         const SlabPlan plan = PlanSlabs(item);
         if (args.compute_grid_grad)
-            SlabBackward<T, Interpolation::kBilinear, P, true, true>(pb, plan, ws);
+            SlabBackward<T, Interpolation::kBilinear, true, true>(pb, plan, ws);
         else
-            SlabBackward<T, Interpolation::kBilinear, P, false, true>(pb, plan, ws);
+            SlabBackward<T, Interpolation::kBilinear, false, true>(pb, plan, ws);
         CopyFromChannelsLast(acc, ig.stride + 1, ig.size + 1, input_grad_n);
     }
 }
 
-template <typename T, Interpolation I, Padding P>
+template <typename T, Interpolation I>
 void Backward(const BackwardArgs& args, void* workspace) {
     using S = ComputeType<T>;
     if constexpr (I == Interpolation::kBilinear) {
-        if (BackwardFromChannelsLastCopy(args)) return ChannelsLastCopyBackward<T, P>(args, workspace);
+        if (BackwardFromChannelsLastCopy(args)) return ChannelsLastCopyBackward<T>(args, workspace);
     }
     const BackwardWorkspace ws = LayOutWorkspace(args, workspace);
     int64_t acc_strides[5];
@@ -350,29 +350,29 @@ void Backward(const BackwardArgs& args, void* workspace) {
     if (!args.compute_input_grad) {
         if (!args.compute_grid_grad) return;
         if (unit_channels)
-            GridGradOnly<T, I, P, true>(pb);
+            GridGradOnly<T, I, true>(pb);
         else
-            GridGradOnly<T, I, P, false>(pb);
+            GridGradOnly<T, I, false>(pb);
         return;
     }
     const SlabPlan plan = PlanSlabs(args);
     if (!plan.usable) {
         if (args.compute_grid_grad)
-            PerChannelBackward<T, I, P, true>(pb);
+            PerChannelBackward<T, I, true>(pb);
         else
-            PerChannelBackward<T, I, P, false>(pb);
-    } else if (args.compute_grid_grad ? ScanBackward<T, I, P, true>(pb, ws) : ScanBackward<T, I, P, false>(pb, ws)) {
+            PerChannelBackward<T, I, false>(pb);
+    } else if (args.compute_grid_grad ? ScanBackward<T, I, true>(pb, ws) : ScanBackward<T, I, false>(pb, ws)) {
         // done by scanning
     } else if (args.compute_grid_grad) {
         if (unit_channels)
-            SlabBackward<T, I, P, true, true>(pb, plan, ws);
+            SlabBackward<T, I, true, true>(pb, plan, ws);
         else
-            SlabBackward<T, I, P, true, false>(pb, plan, ws);
+            SlabBackward<T, I, true, false>(pb, plan, ws);
     } else {
         if (unit_channels)
-            SlabBackward<T, I, P, false, true>(pb, plan, ws);
+            SlabBackward<T, I, false, true>(pb, plan, ws);
         else
-            SlabBackward<T, I, P, false, false>(pb, plan, ws);
+            SlabBackward<T, I, false, false>(pb, plan, ws);
     }
     if constexpr (kAccumulatesInBuffer<T>) StoreAccumulator(pb);
 }
@@ -380,8 +380,8 @@ void Backward(const BackwardArgs& args, void* workspace) {
 // The backward of element type T, its modes dispatched.
 template <typename T>
 void BackwardOfType(const BackwardArgs& args, void* workspace) {
-    DispatchModes(args.options, [&](auto interpolation, auto padding) {
-        Backward<T, decltype(interpolation)::value, decltype(padding)::value>(args, workspace);
+    DispatchInterpolation(args.options, [&](auto interpolation) {
+        Backward<T, decltype(interpolation)::value>(args, workspace);
     });
 }
 

@@ -31,7 +31,7 @@ namespace {  // internal to each element type's kernels_*.cpp
 // writes only its gridGrad). The source index comes from the same vector code as the
 // blocks', and the floor (nearest: round half to even) is FloorIndex's (NearestIndex's), so
 // the corners of a point lie in its key's slab and the next.
-template <typename T, Interpolation I, Padding P>
+template <typename T, Interpolation I>
 HWY_INLINE void RowKeys(const Problem<T>& pb, const FastDivider32& by_slab_depth, int64_t n, int64_t d, int64_t h,
                         uint8_t* HWY_RESTRICT keys) {
     using S = ComputeType<T>;
@@ -40,7 +40,7 @@ HWY_INLINE void RowKeys(const Problem<T>& pb, const FastDivider32& by_slab_depth
     const int64_t depth = pb.args.input.size[2];
     const auto low = hn::Set(dv, S(-1)), high = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv),
                last = hn::Set(dv, static_cast<S>(depth - 1));
-    ForEachRowBlockDepth<T, P>(pb, n, d, h, [&](int64_t w0, int count, int padded, S* iz) HWY_ATTR {
+    ForEachRowBlockDepth<T>(pb, n, d, h, [&](int64_t w0, int count, int padded, S* iz) HWY_ATTR {
         for (int i = 0; i < padded; i += lanes) {
             const auto v = hn::Load(dv, iz + i);
             const auto z = I == Interpolation::kNearest ? hn::Round(v) : hn::Floor(v);

@@ -37,12 +37,15 @@ struct SourceIndices {
     S mx, my, mz;  // d(index)/d(grid value)
 };
 
-template <typename T, Padding P, typename S = ComputeType<T>>
-HWY_INLINE SourceIndices<S> LoadSourceIndices(const T* g, int64_t coord_stride, const View5& in, bool align) {
+template <typename T, typename S = ComputeType<T>>
+HWY_INLINE SourceIndices<S> LoadSourceIndices(const T* g, int64_t coord_stride, const View5& in,
+                                              const SamplerOptions& options) {
+    const bool align = options.align_corners;
+    const Padding padding = options.padding;
     SourceIndices<S> s;
-    s.ix = SourceIndexWithDerivative<S, P>(ToCompute(g[0]), in.size[4], align, &s.mx);
-    s.iy = SourceIndexWithDerivative<S, P>(ToCompute(g[coord_stride]), in.size[3], align, &s.my);
-    s.iz = SourceIndexWithDerivative<S, P>(ToCompute(g[2 * coord_stride]), in.size[2], align, &s.mz);
+    s.ix = SourceIndexWithDerivative<S>(ToCompute(g[0]), in.size[4], align, padding, &s.mx);
+    s.iy = SourceIndexWithDerivative<S>(ToCompute(g[coord_stride]), in.size[3], align, padding, &s.my);
+    s.iz = SourceIndexWithDerivative<S>(ToCompute(g[2 * coord_stride]), in.size[2], align, padding, &s.mz);
     return s;
 }
 
@@ -226,12 +229,12 @@ HWY_INLINE void BilinearInsidePoint(const Problem<T>& pb, const TrilinearCorners
 // All work for one grid point: scatter into inputGrad (kInputGrad) and its gridGrad
 // (kGridGrad). kUnitChannels: the input and the accumulator have channel stride 1;
 // gradOutput's channels may lie apart (Backward takes this path for any gatherable stride).
-template <typename T, Interpolation I, Padding P, bool kInputGrad, bool kGridGrad, bool kUnitChannels>
+template <typename T, Interpolation I, bool kInputGrad, bool kGridGrad, bool kUnitChannels>
 HWY_INLINE void BackwardPoint(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, int64_t w) {
     using S = ComputeType<T>;
     const BackwardArgs& a = pb.args;
     const SourceIndices<S> s =
-        LoadSourceIndices<T, P>(pb.GridPoint(n, d, h, w), a.grid.stride[4], a.input, a.options.align_corners);
+        LoadSourceIndices<T>(pb.GridPoint(n, d, h, w), a.grid.stride[4], a.input, a.options);
     const T* HWY_RESTRICT gout_p = pb.GradOutputPoint(n, d, h, w);
     // With C = 0 the input has no data, and without inputGrad there is no accumulator: both
     // are null then, and offsetting null is undefined.

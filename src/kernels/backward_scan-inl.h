@@ -65,7 +65,7 @@ HWY_INLINE void BilinearPlanes(D dv, V v, int64_t depth, V* first, V* second) {
 // A grid row's range of planes along D: bilinear, from its points' first corners' planes to
 // the planes after them, clamped into [0, D) (every point's gridGrad has an owner: the slab
 // of its clamped first plane); nearest, its voxels' planes inside [0, D), or an empty range.
-template <typename T, Interpolation I, Padding P>
+template <typename T, Interpolation I>
 HWY_INLINE void RowPlanes(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, uint32_t* lowest,
                           uint32_t* highest) {
     using S = ComputeType<T>;
@@ -74,7 +74,7 @@ HWY_INLINE void RowPlanes(const Problem<T>& pb, int64_t n, int64_t d, int64_t h,
     const int64_t depth = pb.args.input.size[2];
     const auto neg_one = hn::Set(dv, S(-1)), extent = hn::Set(dv, static_cast<S>(depth)), zero = hn::Zero(dv);
     auto low = extent, high = neg_one;  // no plane yet
-    ForEachRowBlockDepth<T, P>(pb, n, d, h, [&](int64_t, int count, int padded, const S* iz) HWY_ATTR {
+    ForEachRowBlockDepth<T>(pb, n, d, h, [&](int64_t, int count, int padded, const S* iz) HWY_ATTR {
         for (int i = 0; i < padded; i += lanes) {
             const auto v = hn::Load(dv, iz + i);
             const auto real = hn::FirstN(dv, static_cast<size_t>(count - i));
@@ -150,7 +150,7 @@ HWY_INLINE void RestrictToSlab(PreparedBlock<S>& block, int64_t z_begin, int64_t
 // `points` in row order; full() on each full block. For the rows that meet other slabs too:
 // each task then prepares and runs only its points, not the whole row (rows are in order
 // and so are a row's points, so every element's sum keeps its order).
-template <typename T, Padding P, typename Full>
+template <typename T, typename Full>
 HWY_INLINE void AppendSlabPoints(const Problem<T>& pb, int64_t n, int64_t d, int64_t h, const RowOffsets& offsets,
                                  int64_t z_begin, int64_t z_end, PointBlock& points, Full&& full) {
     using S = ComputeType<T>;
@@ -158,7 +158,7 @@ HWY_INLINE void AppendSlabPoints(const Problem<T>& pb, int64_t n, int64_t d, int
     const int lanes = static_cast<int>(hn::Lanes(dv));
     const int64_t depth = pb.args.input.size[2];
     const auto begin = hn::Set(dv, static_cast<S>(z_begin)), end = hn::Set(dv, static_cast<S>(z_end));
-    ForEachRowBlockDepth<T, P>(pb, n, d, h, [&](int64_t w0, int count, int padded, const S* iz) HWY_ATTR {
+    ForEachRowBlockDepth<T>(pb, n, d, h, [&](int64_t w0, int count, int padded, const S* iz) HWY_ATTR {
         HWY_ALIGN S keep[kBlock];
         for (int i = 0; i < padded; i += lanes) {
             hn::Vec<decltype(dv)> first, second;
@@ -175,7 +175,7 @@ HWY_INLINE void AppendSlabPoints(const Problem<T>& pb, int64_t n, int64_t d, int
 // Any channel strides: nearest addresses each channel by its stride, and bilinear with one
 // channel has no channel stride to vectorise over, so the points-in-vectors blocks serve
 // NDHWC as well.
-template <typename T, Interpolation I, Padding P, bool kGridGrad>
+template <typename T, Interpolation I, bool kGridGrad>
 bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     using S = ComputeType<T>;
     const BackwardArgs& a = pb.args;
@@ -191,7 +191,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
 #pragma omp parallel for schedule(static) reduction(+ : spans, spanning_rows)
     for (int64_t task = 0; task < pb.batch * rows; ++task) {
         const int64_t n = task / rows, row = task % rows, d = row / pb.out_h, h = row % pb.out_h;
-        RowPlanes<T, I, P>(pb, n, d, h, &ws.row_lowest[task], &ws.row_highest[task]);
+        RowPlanes<T, I>(pb, n, d, h, &ws.row_lowest[task], &ws.row_highest[task]);
         if (ws.row_lowest[task] <= ws.row_highest[task]) {
             spans += ws.row_highest[task] - ws.row_lowest[task] + 1;
             ++spanning_rows;
@@ -292,7 +292,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
             if constexpr (I == Interpolation::kBilinear) {
                 auto run_block = [&] {
                     PreparedBlock<S>& prepared = chunked.Next();
-                    PrepareBlock<T, P, kGridGrad>(pb, points, prepared);
+                    PrepareBlock<T, kGridGrad>(pb, points, prepared);
                     prepared.stream_grid_grad = true;
                     RestrictToSlab(prepared, z_begin, z_end, depth);
                     if (pairs)
@@ -303,7 +303,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                 };
                 if (ws.row_lowest[r] < z_begin || ws.row_highest[r] >= z_end) {  // the row meets other slabs
                     points.count = 0;
-                    AppendSlabPoints<T, P>(pb, n, d, h, offsets, z_begin, z_end, points, run_block);
+                    AppendSlabPoints<T>(pb, n, d, h, offsets, z_begin, z_end, points, run_block);
                     if (points.count) run_block();
                     continue;
                 }
@@ -317,7 +317,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                     const int padded = (count + lanes - 1) / lanes * lanes;
                     LoadGridRow(pb.grid + offsets.grid + w0 * offsets.grid_w, offsets.grid_w, a.grid.stride[4], count,
                                 padded, coord);
-                    NearestVoxels<T, P>(pb, coord, count, padded, z_begin, z_end, voxels);
+                    NearestVoxels<T>(pb, coord, count, padded, z_begin, z_end, voxels);
                     if (chunk + count > kChunk) flush();
                     for (int i = 0; i < count; ++i) {  // branch-free: in rows across two slabs, kept and not alternate
                         voxel[chunk] = voxels.offset[i];

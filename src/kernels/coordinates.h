@@ -126,6 +126,20 @@ GS3D_INLINE S SourceIndexWithDerivative(S coord, int64_t size, bool align_corner
     return coord;
 }
 
+// The same with the padding mode chosen at run time (the point-by-point paths).
+template <typename S>
+GS3D_INLINE S SourceIndexWithDerivative(S coord, int64_t size, bool align_corners, Padding padding, S* derivative) {
+    switch (padding) {
+        case Padding::kBorder:
+            return SourceIndexWithDerivative<S, Padding::kBorder>(coord, size, align_corners, derivative);
+        case Padding::kReflection:
+            return SourceIndexWithDerivative<S, Padding::kReflection>(coord, size, align_corners, derivative);
+        case Padding::kZeros:
+            break;
+    }
+    return SourceIndexWithDerivative<S, Padding::kZeros>(coord, size, align_corners, derivative);
+}
+
 // floor(index) as an integer. NaN, inf and indices far outside [0, size) never reach an int
 // cast: they give -2, so that both floor and floor + 1 are out of range.
 template <typename S>

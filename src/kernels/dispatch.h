@@ -1,5 +1,7 @@
-// Turns the run-time modes into template arguments, so that the hot loops have no branches
-// on them (the element type is the translation unit's: kernel_entry-inl.h).
+// Turns the run-time interpolation mode into a template argument, so that the hot loops have
+// no branches on it (the element type is the translation unit's: kernel_entry-inl.h). The
+// padding mode stays a run-time value down to the source indices (BlockSourceIndices,
+// SourceIndexWithDerivative), which switch on it once per block or point.
 #pragma once
 
 #include <type_traits>
@@ -8,23 +10,13 @@
 
 namespace gs3d::kernels {
 
-// Calls f(InterpolationConstant, PaddingConstant).
+// Calls f(InterpolationConstant).
 template <typename F>
-void DispatchModes(const SamplerOptions& options, F&& f) {
-    auto with_padding = [&](auto interpolation) {
-        switch (options.padding) {
-            case Padding::kZeros:
-                return f(interpolation, std::integral_constant<Padding, Padding::kZeros>{});
-            case Padding::kBorder:
-                return f(interpolation, std::integral_constant<Padding, Padding::kBorder>{});
-            case Padding::kReflection:
-                return f(interpolation, std::integral_constant<Padding, Padding::kReflection>{});
-        }
-    };
+void DispatchInterpolation(const SamplerOptions& options, F&& f) {
     if (options.interpolation == Interpolation::kNearest)
-        with_padding(std::integral_constant<Interpolation, Interpolation::kNearest>{});
+        f(std::integral_constant<Interpolation, Interpolation::kNearest>{});
     else
-        with_padding(std::integral_constant<Interpolation, Interpolation::kBilinear>{});
+        f(std::integral_constant<Interpolation, Interpolation::kBilinear>{});
 }
 
 }  // namespace gs3d::kernels

@@ -57,7 +57,7 @@ HWY_INLINE void StoreRowLanes(D d, hn::Vec<D> v, T* HWY_RESTRICT out_c, int i, i
 // included), into index[axis][i]. The point paths take them from here: computed point by
 // point, the reflection's fmod and floor made the channels-last forward with reflection
 // twice as slow as with zeros padding at (2, 8, 64).
-template <typename T, Padding P, typename S = ComputeType<T>>
+template <typename T, typename S = ComputeType<T>>
 HWY_INLINE void RowSourceIndices(const ForwardArgs& args, const T* grid_row, int64_t w_begin, int count,
                                  S (*HWY_RESTRICT index)[kBlock]) {
     const hn::ScalableTag<S> d;
@@ -67,10 +67,8 @@ HWY_INLINE void RowSourceIndices(const ForwardArgs& args, const T* grid_row, int
     const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
     HWY_ALIGN S coord[3][kBlock];
     LoadGridRow(grid_row + w_begin * gs, gs, cs, count, padded, coord);
-    const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};  // x, y, z
-    for (int axis = 0; axis < 3; ++axis)
-        BlockSourceIndices<S, P, false>(coord[axis], padded, sizes[axis], args.options.align_corners, index[axis],
-                                        nullptr);
+    BlockSourceIndices3<S, false>(coord, padded, in.size, args.options, index[0], index[1], index[2], nullptr, nullptr,
+                                  nullptr);
 }
 
 // One point's eight corners, every channel: corner k of channel 0 at base + offset[k], with
@@ -114,7 +112,7 @@ HWY_INLINE void SampleCorners(const T* HWY_RESTRICT base, const int64_t offset[8
 // kUnitInput: the input alone (a channels-last copy, SampleFromChannelsLastCopy).
 // The point's source indices ix, iy, iz: from RowSourceIndices (vector form, bitwise the
 // scalar SourceIndex).
-template <typename T, Interpolation I, Padding P, bool kUnitChannels, bool kUnitInput = kUnitChannels,
+template <typename T, Interpolation I, bool kUnitChannels, bool kUnitInput = kUnitChannels,
           typename S = ComputeType<T>>
 HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n, S ix, S iy, S iz,
                             T* HWY_RESTRICT out_p, const TrilinearGeometry& geometry) {
@@ -146,7 +144,7 @@ HWY_INLINE void SamplePoint(const ForwardArgs& args, const T* HWY_RESTRICT in_n,
 // Samples the points [w_begin, w_begin + count) of a grid row point by point (SamplePoint),
 // their source indices 64 at a time in vector form (RowSourceIndices); point i's channels
 // go to out(i).
-template <typename T, Interpolation I, Padding P, bool kUnitChannels, bool kUnitInput, typename PointOut>
+template <typename T, Interpolation I, bool kUnitChannels, bool kUnitInput, typename PointOut>
 HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T* grid_row, int64_t w_begin,
                                 int64_t count, const TrilinearGeometry& geometry, PointOut out) {
     using S = ComputeType<T>;
@@ -163,7 +161,7 @@ HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T*
     const int64_t out_cs = kUnitChannels ? 1 : args.out.stride[1];
     for (int64_t b = 0; b < count; b += kBlock) {
         const int points = static_cast<int>(std::min<int64_t>(kBlock, count - b));
-        RowSourceIndices<T, P>(args, grid_row, w_begin + b, points, index);
+        RowSourceIndices<T>(args, grid_row, w_begin + b, points, index);
         if constexpr (kCellsInVectors) {
             if (cells_in_vectors) {
                 BlockCells<S> cells;
@@ -176,7 +174,7 @@ HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T*
                         SampleCorners<T, kUnitChannels, kUnitInput>(in_n + base[i], geometry.corner_delta, nullptr, w,
                                                                     channels, 1, out(b + i), out_cs);
                     } else {
-                        SamplePoint<T, I, P, kUnitChannels, kUnitInput>(args, in_n, index[0][i], index[1][i],
+                        SamplePoint<T, I, kUnitChannels, kUnitInput>(args, in_n, index[0][i], index[1][i],
                                                                         index[2][i], out(b + i), geometry);
                     }
                 }
@@ -184,7 +182,7 @@ HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T*
             }
         }
         for (int i = 0; i < points; ++i)
-            SamplePoint<T, I, P, kUnitChannels, kUnitInput>(args, in_n, index[0][i], index[1][i], index[2][i],
+            SamplePoint<T, I, kUnitChannels, kUnitInput>(args, in_n, index[0][i], index[1][i], index[2][i],
                                                             out(b + i), geometry);
     }
 }
@@ -193,7 +191,7 @@ HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T*
 // cells and weights with SIMD (simd_cells-inl.h), the corner values gathered per channel,
 // then value = 0 + v0 * w0 + ... + v7 * w7 in vector form with the corners outside masked out
 // (PyTorch skips them), rounded once on store.
-template <typename T, Padding P, typename S = ComputeType<T>>
+template <typename T, typename S = ComputeType<T>>
 HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, const T* grid_row, T* out_row,
                                        int64_t w_begin, int count, const TrilinearGeometry& geometry) {
     const hn::ScalableTag<S> d;
@@ -203,7 +201,7 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     HWY_ALIGN S index[3][kBlock], v[8][kBlock];
     HWY_ALIGN typename BlockCells<S>::Offset base[kBlock];
     BlockCells<S> cells;
-    RowSourceIndices<T, P>(args, grid_row, w_begin, count, index);
+    RowSourceIndices<T>(args, grid_row, w_begin, count, index);
     cells.ComputeWithBases(index[0], index[1], index[2], count, geometry, base);
     const T* in_data = static_cast<const T*>(in.data);
     const int64_t in_last = LastElementOffset(in);
@@ -227,13 +225,13 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
 
 // The nearest voxels of a row segment of up to kBlock points, vectorised across points:
 // source indices with SIMD, the voxel by round half to even (NearestIndex).
-template <typename T, Padding P, typename S = ComputeType<T>>
+template <typename T, typename S = ComputeType<T>>
 HWY_INLINE void NearestBlockVoxels(const ForwardArgs& args, const T* grid_row, int64_t w_begin, int count,
                                    const TrilinearGeometry& geometry, BlockVoxels<S>& voxels) {
     const int lanes = static_cast<int>(hn::Lanes(hn::ScalableTag<S>()));
     const int padded = (count + lanes - 1) / lanes * lanes;
     HWY_ALIGN S index[3][kBlock];
-    RowSourceIndices<T, P>(args, grid_row, w_begin, count, index);
+    RowSourceIndices<T>(args, grid_row, w_begin, count, index);
     const S* const indices[3] = {index[0], index[1], index[2]};
     voxels.Compute(indices, padded, count, geometry);
 }
@@ -279,7 +277,7 @@ constexpr int kNearestChunk = 64;
 // call): up to 40% at one thread; with the data hot it costs a few percent.
 constexpr int64_t kNearestPrefetchAhead = 4;
 
-template <typename T, Padding P>
+template <typename T>
 void NearestForwardInChunks(const ForwardArgs& args, const TrilinearGeometry& geometry) {
     using S = ComputeType<T>;
     const View5& in = args.input;
@@ -309,7 +307,7 @@ void NearestForwardInChunks(const ForwardArgs& args, const TrilinearGeometry& ge
             const int64_t h = row % out_h, d = row / out_h % out_d, n = row / (out_h * out_d);
             const int64_t w = segment * kBlock;
             const T* g = grid_data + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2];
-            NearestBlockVoxels<T, P>(args, g, w, static_cast<int>(std::min<int64_t>(kBlock, out_w - w)), geometry,
+            NearestBlockVoxels<T>(args, g, w, static_cast<int>(std::min<int64_t>(kBlock, out_w - w)), geometry,
                                      voxels[b]);
             block[b] = {in_data + n * in.stride[0],
                         out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3] + w * out_ws};
@@ -333,7 +331,7 @@ void NearestForwardInChunks(const ForwardArgs& args, const TrilinearGeometry& ge
 // stride) into the output as it is laid out. A point's corners are then eight runs of C
 // elements instead of 8 x C elements in C volumes. The sums are the same, in the same order,
 // so the output is bitwise that of sampling the input where it lies.
-template <typename T, Interpolation I, Padding P>
+template <typename T, Interpolation I>
 void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
     const View5& in = args.input;
     const int64_t channels = in.size[1], height = in.size[3], width = in.size[4];
@@ -357,7 +355,7 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
             const T* g = grid_n + d * grid.stride[1] + h * grid.stride[2];
             T* out_row = out_n + d * out.stride[2] + h * out.stride[3];
             if (out.stride[1] == 1 || channels * piece > kCopyStaged) {
-                SampleRowPoints<T, I, P, false, true>(from_copy, copy, g, 0, out_w, geometry,
+                SampleRowPoints<T, I, false, true>(from_copy, copy, g, 0, out_w, geometry,
                                                       [&](int64_t w) { return out_row + w * out.stride[4]; });
                 continue;
             }
@@ -370,7 +368,7 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
             HWY_ALIGN T by_point[kCopyStaged], by_channel[kCopyStaged];
             for (int64_t w0 = 0; w0 < out_w; w0 += piece) {
                 const int64_t count = std::min(piece, out_w - w0);
-                SampleRowPoints<T, I, P, true, true>(from_copy, copy, g, w0, count, geometry,
+                SampleRowPoints<T, I, true, true>(from_copy, copy, g, w0, count, geometry,
                                                      [&](int64_t w) { return by_point + w * channels; });
                 TransposePiece<false>(by_point, by_channel, channels, count);
                 for (int64_t c = 0; c < channels; ++c) {
@@ -387,7 +385,7 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
     }
 }
 
-template <typename T, Interpolation I, Padding P, bool kUnitChannels>
+template <typename T, Interpolation I, bool kUnitChannels>
 void Forward(const ForwardArgs& args) {
     const View5& in = args.input;
     const View5& grid = args.grid;
@@ -403,7 +401,7 @@ void Forward(const ForwardArgs& args) {
     const TrilinearGeometry geometry(in);
     const bool simd_offsets = OffsetsFit<ComputeType<T>>(geometry);
     if constexpr (!kUnitChannels && I == Interpolation::kNearest) {
-        if (simd_offsets) return NearestForwardInChunks<T, P>(args, geometry);
+        if (simd_offsets) return NearestForwardInChunks<T>(args, geometry);
     }
 
 #pragma omp parallel for schedule(static)
@@ -416,12 +414,12 @@ void Forward(const ForwardArgs& args) {
             if (simd_offsets) {
                 for (int64_t w = 0; w < out_w; w += kBlock) {
                     const int count = static_cast<int>(std::min<int64_t>(kBlock, out_w - w));
-                    BilinearForwardBlock<T, P>(args, in_n, g, out_row, w, count, geometry);
+                    BilinearForwardBlock<T>(args, in_n, g, out_row, w, count, geometry);
                 }
                 continue;
             }
         }
-        SampleRowPoints<T, I, P, kUnitChannels, kUnitChannels>(
+        SampleRowPoints<T, I, kUnitChannels, kUnitChannels>(
             args, in_n, g, 0, out_w, geometry, [&](int64_t w) { return out_row + w * out.stride[4]; });
     }
 }
@@ -430,17 +428,16 @@ void Forward(const ForwardArgs& args) {
 template <typename T>
 void ForwardOfType(const ForwardArgs& args, void* workspace) {
     const bool unit_channels = args.input.stride[1] == 1 && args.out.stride[1] == 1;
-    DispatchModes(args.options, [&](auto interpolation, auto padding) {
+    DispatchInterpolation(args.options, [&](auto interpolation) {
         constexpr Interpolation I = decltype(interpolation)::value;
-        constexpr Padding P = decltype(padding)::value;
         if constexpr (I == Interpolation::kBilinear) {
             if (SamplesFromChannelsLastCopy(args))
-                return SampleFromChannelsLastCopy<T, I, P>(args, static_cast<T*>(workspace));
+                return SampleFromChannelsLastCopy<T, I>(args, static_cast<T*>(workspace));
         }
         if (unit_channels)
-            Forward<T, I, P, true>(args);
+            Forward<T, I, true>(args);
         else
-            Forward<T, I, P, false>(args);
+            Forward<T, I, false>(args);
     });
 }
 

@@ -22,6 +22,7 @@
 
 #include "kernels/coordinates.h"
 #include "kernels/element_types.h"
+#include "kernels/sampler_options.h"
 #include "kernels/simd_loads-inl.h"
 #include "kernels/trilinear_corners.h"
 
@@ -69,7 +70,7 @@ HWY_INLINE V ReflectLanes(D d, V in, int64_t twice_low, int64_t twice_high, V* d
 // equal the scalar code bit for bit, NaN included); reflection too where the target has a
 // native FMA (ReflectLanes), else, and for the lanes it leaves, point by point.
 template <typename S, Padding P, bool kBackward>
-HWY_INLINE void BlockSourceIndices(const S* HWY_RESTRICT coord, int padded, int64_t size, bool align,
+HWY_INLINE void BlockSourceIndicesOf(const S* HWY_RESTRICT coord, int padded, int64_t size, bool align,
                               S* HWY_RESTRICT index, S* HWY_RESTRICT derivative) {
     auto scalar_point = [&](int i) {
         if constexpr (kBackward)
@@ -120,6 +121,46 @@ HWY_INLINE void BlockSourceIndices(const S* HWY_RESTRICT coord, int padded, int6
             if (!hn::AllFalse(d, scalar))
                 for (int j = i; j < i + lanes; ++j) scalar_point(j);
         }
+    }
+}
+
+// The same with the padding mode chosen at run time, once per block: the only kernel code
+// compiled once per padding mode (the callers are compiled once for all three).
+template <typename S, bool kBackward>
+HWY_INLINE void BlockSourceIndices(const S* HWY_RESTRICT coord, int padded, int64_t size, const SamplerOptions& options,
+                                   S* HWY_RESTRICT index, S* HWY_RESTRICT derivative) {
+    const bool align = options.align_corners;
+    switch (options.padding) {
+        case Padding::kZeros:
+            return BlockSourceIndicesOf<S, Padding::kZeros, kBackward>(coord, padded, size, align, index, derivative);
+        case Padding::kBorder:
+            return BlockSourceIndicesOf<S, Padding::kBorder, kBackward>(coord, padded, size, align, index, derivative);
+        case Padding::kReflection:
+            return BlockSourceIndicesOf<S, Padding::kReflection, kBackward>(coord, padded, size, align, index,
+                                                                            derivative);
+    }
+}
+
+// The three axes' source indices (x, y, z) of a block, one switch on the padding mode for all three.
+// size: the input's (N, C, D, H, W).
+template <typename S, bool kBackward>
+HWY_INLINE void BlockSourceIndices3(const S (*HWY_RESTRICT coord)[kBlock], int padded, const int64_t* size,
+                                    const SamplerOptions& options, S* HWY_RESTRICT ix, S* HWY_RESTRICT iy,
+                                    S* HWY_RESTRICT iz, S* HWY_RESTRICT mx, S* HWY_RESTRICT my, S* HWY_RESTRICT mz) {
+    const bool align = options.align_corners;
+    auto axes = [&](auto padding) HWY_ATTR {
+        constexpr Padding P = decltype(padding)::value;
+        BlockSourceIndicesOf<S, P, kBackward>(coord[0], padded, size[4], align, ix, mx);
+        BlockSourceIndicesOf<S, P, kBackward>(coord[1], padded, size[3], align, iy, my);
+        BlockSourceIndicesOf<S, P, kBackward>(coord[2], padded, size[2], align, iz, mz);
+    };
+    switch (options.padding) {
+        case Padding::kZeros:
+            return axes(std::integral_constant<Padding, Padding::kZeros>{});
+        case Padding::kBorder:
+            return axes(std::integral_constant<Padding, Padding::kBorder>{});
+        case Padding::kReflection:
+            return axes(std::integral_constant<Padding, Padding::kReflection>{});
     }
 }
 

@@ -67,8 +67,11 @@ void CheckAxis(int64_t size, bool align) {
     for (size_t first = 0; first < values.size(); first += kBlock) {
         const int count = static_cast<int>(std::min<size_t>(kBlock, values.size() - first));
         for (int i = 0; i < kBlock; ++i) coord[i] = i < count ? values[first + i] : S(0);
-        BlockSourceIndices<S, P, true>(coord, kBlock, size, align, index, derivative);
-        BlockSourceIndices<S, P, false>(coord, kBlock, size, align, forward, unused);
+        SamplerOptions options;  // through the run-time dispatch the kernels call
+        options.padding = P;
+        options.align_corners = align;
+        BlockSourceIndices<S, true>(coord, kBlock, size, options, index, derivative);
+        BlockSourceIndices<S, false>(coord, kBlock, size, options, forward, unused);
         for (int i = 0; i < count; ++i) {
             S expected_derivative;
             const S expected = SourceIndexWithDerivative<S, P>(coord[i], size, align, &expected_derivative);
