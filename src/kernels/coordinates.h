@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/dispatch.h"
 #include "kernels/sampler_options.h"
 
 // Forced inline: the kernels are compiled once per SIMD target, and these helpers must be
@@ -129,15 +130,9 @@ GS3D_INLINE S SourceIndexWithDerivative(S coord, int64_t size, bool align_corner
 // The same with the padding mode chosen at run time (the point-by-point paths).
 template <typename S>
 GS3D_INLINE S SourceIndexWithDerivative(S coord, int64_t size, bool align_corners, Padding padding, S* derivative) {
-    switch (padding) {
-        case Padding::kBorder:
-            return SourceIndexWithDerivative<S, Padding::kBorder>(coord, size, align_corners, derivative);
-        case Padding::kReflection:
-            return SourceIndexWithDerivative<S, Padding::kReflection>(coord, size, align_corners, derivative);
-        case Padding::kZeros:
-            break;
-    }
-    return SourceIndexWithDerivative<S, Padding::kZeros>(coord, size, align_corners, derivative);
+    return DispatchPadding(padding, [&](auto mode) {
+        return SourceIndexWithDerivative<S, decltype(mode)::value>(coord, size, align_corners, derivative);
+    });
 }
 
 // floor(index) as an integer. NaN, inf and indices far outside [0, size) never reach an int

@@ -10,6 +10,15 @@
 
 namespace gs3d::kernels {
 
+// Returns f(PaddingConstant): for the few functions compiled once per padding mode (the
+// source indices), whose callers pass the mode at run time.
+template <typename F>
+inline decltype(auto) DispatchPadding(Padding padding, F&& f) {
+    if (padding == Padding::kBorder) return f(std::integral_constant<Padding, Padding::kBorder>{});
+    if (padding == Padding::kReflection) return f(std::integral_constant<Padding, Padding::kReflection>{});
+    return f(std::integral_constant<Padding, Padding::kZeros>{});
+}
+
 // Calls f(InterpolationConstant).
 template <typename F>
 void DispatchInterpolation(const SamplerOptions& options, F&& f) {

@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "kernels/coordinates.h"
+#include "kernels/dispatch.h"
 #include "kernels/element_types.h"
 #include "kernels/sampler_options.h"
 #include "kernels/simd_loads-inl.h"
@@ -129,39 +130,25 @@ HWY_INLINE void BlockSourceIndicesOf(const S* HWY_RESTRICT coord, int padded, in
 template <typename S, bool kBackward>
 HWY_INLINE void BlockSourceIndices(const S* HWY_RESTRICT coord, int padded, int64_t size, const SamplerOptions& options,
                                    S* HWY_RESTRICT index, S* HWY_RESTRICT derivative) {
-    const bool align = options.align_corners;
-    switch (options.padding) {
-        case Padding::kZeros:
-            return BlockSourceIndicesOf<S, Padding::kZeros, kBackward>(coord, padded, size, align, index, derivative);
-        case Padding::kBorder:
-            return BlockSourceIndicesOf<S, Padding::kBorder, kBackward>(coord, padded, size, align, index, derivative);
-        case Padding::kReflection:
-            return BlockSourceIndicesOf<S, Padding::kReflection, kBackward>(coord, padded, size, align, index,
-                                                                            derivative);
-    }
+    DispatchPadding(options.padding, [&](auto mode) HWY_ATTR {
+        BlockSourceIndicesOf<S, decltype(mode)::value, kBackward>(coord, padded, size, options.align_corners, index,
+                                                                   derivative);
+    });
 }
 
-// The three axes' source indices (x, y, z) of a block, one switch on the padding mode for all three.
-// size: the input's (N, C, D, H, W).
+// The three axes' source indices (x, y, z) of a block, one switch on the padding mode for all
+// three. size: the input's (N, C, D, H, W).
 template <typename S, bool kBackward>
 HWY_INLINE void BlockSourceIndices3(const S (*HWY_RESTRICT coord)[kBlock], int padded, const int64_t* size,
                                     const SamplerOptions& options, S* HWY_RESTRICT ix, S* HWY_RESTRICT iy,
                                     S* HWY_RESTRICT iz, S* HWY_RESTRICT mx, S* HWY_RESTRICT my, S* HWY_RESTRICT mz) {
     const bool align = options.align_corners;
-    auto axes = [&](auto padding) HWY_ATTR {
-        constexpr Padding P = decltype(padding)::value;
+    DispatchPadding(options.padding, [&](auto mode) HWY_ATTR {
+        constexpr Padding P = decltype(mode)::value;
         BlockSourceIndicesOf<S, P, kBackward>(coord[0], padded, size[4], align, ix, mx);
         BlockSourceIndicesOf<S, P, kBackward>(coord[1], padded, size[3], align, iy, my);
         BlockSourceIndicesOf<S, P, kBackward>(coord[2], padded, size[2], align, iz, mz);
-    };
-    switch (options.padding) {
-        case Padding::kZeros:
-            return axes(std::integral_constant<Padding, Padding::kZeros>{});
-        case Padding::kBorder:
-            return axes(std::integral_constant<Padding, Padding::kBorder>{});
-        case Padding::kReflection:
-            return axes(std::integral_constant<Padding, Padding::kReflection>{});
-    }
+    });
 }
 
 template <typename S>
