@@ -1,4 +1,4 @@
-"""The ACL session under the package: aclInit once, device 0, one stream and one workspace per
+"""The ACL runtime under the package: aclInit once, device 0, one stream and one workspace per
 Python thread, and the two operators called on raw strided views.
 
 Everything here is framework-neutral: a view is a data pointer (of the first element), a

@@ -2,12 +2,12 @@
 import os
 import subprocess
 import sys
-import threading
 
 import pytest
 import torch
 
 import gridsampler3d
+from thread_runner import run_on_threads
 
 
 @pytest.fixture
@@ -59,19 +59,12 @@ def test_concurrent_python_threads_get_the_serial_results():
     """Each Python thread has its own stream; ctypes releases the GIL, so they run at once."""
     cases = [case(seed) for seed in range(4)]
     serial = [run_both(*c) for c in cases]
-    results, errors = [None] * 8, []
+    results = [None] * 8
 
     def work(i):
-        try:
-            results[i] = [run_both(*cases[i % 4]) for _ in range(3)]
-        except Exception as e:  # reported below: an exception in a thread would be lost
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+        results[i] = [run_both(*cases[i % 4]) for _ in range(3)]
+
+    run_on_threads(work, 8)
     for i, rounds in enumerate(results):
         for outputs in rounds:
             assert all(torch.equal(a, b) for a, b in zip(outputs, serial[i % 4]))

@@ -1,7 +1,6 @@
 """gridsampler3d.patch_torch(): code written against torch.nn.functional alone gets PyTorch's
 values from gridsampler3d under the patch; the calls PyTorch must keep still reach PyTorch;
 the original comes back (as a context manager too, after an exception, from many threads)."""
-import threading
 import warnings
 
 import pytest
@@ -11,6 +10,7 @@ import torch.nn.functional as F
 
 import gridsampler3d
 from gridsampler3d import _patch, _runtime
+from thread_runner import run_on_threads
 from torch_reference import assert_matches
 
 TORCH_GRID_SAMPLE = F.grid_sample
@@ -265,29 +265,21 @@ def test_names_bound_before_patching_keep_pytorchs(library_calls):
 
 
 def test_patch_from_many_threads_leaves_the_original():
-    seen, errors = set(), []
+    seen = set()
     inp, grid = torch.rand(1, 1, 4, 4, 4), torch.rand(1, 2, 2, 2, 3) * 2 - 1
     expected = TORCH_GRID_SAMPLE(inp, grid, align_corners=False)
 
     def worker(index):
-        try:
-            for step in range(200):
-                if (index + step) % 3 == 0:
-                    with gridsampler3d.patch_torch():
-                        seen.add(F.grid_sample)
-                else:
-                    gridsampler3d.patch_torch(step % 2 == 0)
+        for step in range(200):
+            if (index + step) % 3 == 0:
+                with gridsampler3d.patch_torch():
                     seen.add(F.grid_sample)
-                assert torch.allclose(F.grid_sample(inp, grid, align_corners=False), expected, atol=1e-6)
-        except Exception as error:  # reported by the main thread
-            errors.append(error)
+            else:
+                gridsampler3d.patch_torch(step % 2 == 0)
+                seen.add(F.grid_sample)
+            assert torch.allclose(F.grid_sample(inp, grid, align_corners=False), expected, atol=1e-6)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_on_threads(worker, 8)
     assert seen <= {TORCH_GRID_SAMPLE, _patch.grid_sample}  # never a wrapper of the wrapper
     gridsampler3d.patch_torch(False)
     assert F.grid_sample is TORCH_GRID_SAMPLE
