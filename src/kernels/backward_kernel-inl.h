@@ -289,21 +289,18 @@ void StoreAccumulator(const Problem<T>& pb) {
     }
 }
 
-// Bilinear, inputGrad dense NCDHW, many channels (BackwardFromChannelsLastCopy):
-// batch item by batch item, the input copied as (D, H, W, C) into inputGrad's own memory
-// (with gridGrad; nothing else reads it), inputGrad accumulated as (D, H, W, C) in the
-// workspace (fp32 for fp16 and bf16, rounded once as it is copied out) by the sorted slabs
-// with channels in vectors (RunChannelsLastBlock; gradOutput's channels gathered), then copied
-// into inputGrad over the input's copy. A point's corners are then eight runs of C elements
-// in each volume instead of 8 x C lines (a third faster from 4 channels; 2 channels lose,
-// as they go one by one).
-// The plan, and so the result, depends on the shapes only.
+// BackwardPath::kChannelsLastCopy: batch item by batch item, the input copied as
+// (D, H, W, C) into inputGrad's own memory (with gridGrad; nothing else reads it), inputGrad
+// accumulated as (D, H, W, C) in the workspace (fp32 for fp16 and bf16, rounded once as it
+// is copied out) by the sorted slabs with channels in vectors (RunChannelsLastBlock;
+// gradOutput's channels gathered), then copied into inputGrad over the input's copy. A
+// point's corners are then eight runs of C elements in each volume instead of 8 x C lines
+// (a third faster from 4 channels; 2 channels lose, as they go one by one).
 template <typename T>
-void ChannelsLastCopyBackward(const BackwardArgs& args, void* workspace) {
+void ChannelsLastCopyBackward(const BackwardArgs& args, const BackwardPlan& plan, const BackwardWorkspace& ws) {
     using S = ComputeType<T>;
     const View5& in = args.input;
     const View5& ig = args.input_grad;
-    const BackwardWorkspace ws = LayOutWorkspace(args, workspace);  // the plan's parts: one item's
     S* acc = reinterpret_cast<S*>(ws.accumulator);
     const int64_t* channels_last = ws.accumulator_stride;  // (D, H, W, C), also the input's copy
     for (int64_t n = 0; n < in.size[0]; ++n) {
@@ -317,71 +314,61 @@ void ChannelsLastCopyBackward(const BackwardArgs& args, void* workspace) {
         item.input_grad.data = acc;  // the accumulator's shape and strides (pb writes through acc)
         std::copy(channels_last, channels_last + 5, item.input_grad.stride);
         const Problem<T> pb(item, acc, channels_last);
-        const SlabPlan plan = PlanSlabs(item);
-        if (args.compute_grid_grad)
-            SlabBackward<T, Interpolation::kBilinear, true, true>(pb, plan, ws);
+        if (plan.grid_grad)
+            SlabBackward<T, Interpolation::kBilinear, true, true>(pb, plan.slabs, ws);
         else
-            SlabBackward<T, Interpolation::kBilinear, false, true>(pb, plan, ws);
+            SlabBackward<T, Interpolation::kBilinear, false, true>(pb, plan.slabs, ws);
         CopyFromChannelsLast(acc, ig.stride + 1, ig.size + 1, input_grad_n);
     }
 }
 
+// The scan where it takes the grid, else the sorted slabs (BackwardPath::kScanElseSortedSlabs).
+template <typename T, Interpolation I, bool kGridGrad>
+void ScanElseSortedSlabs(const Problem<T>& pb, const BackwardPlan& plan, const BackwardWorkspace& ws) {
+    if (ScanBackward<T, I, kGridGrad>(pb, ws)) return;
+    if (plan.unit_channels)
+        SlabBackward<T, I, kGridGrad, true>(pb, plan.slabs, ws);
+    else
+        SlabBackward<T, I, kGridGrad, false>(pb, plan.slabs, ws);
+}
+
 template <typename T, Interpolation I>
-void Backward(const BackwardArgs& args, void* workspace) {
+void Backward(const BackwardArgs& args, const BackwardPlan& plan, void* workspace) {
     using S = ComputeType<T>;
+    const BackwardWorkspace ws = WorkspaceAt(plan.workspace, workspace);
     if constexpr (I == Interpolation::kBilinear) {
-        if (BackwardFromChannelsLastCopy(args)) return ChannelsLastCopyBackward<T>(args, workspace);
+        if (plan.path == BackwardPath::kChannelsLastCopy) return ChannelsLastCopyBackward<T>(args, plan, ws);
     }
-    const BackwardWorkspace ws = LayOutWorkspace(args, workspace);
-    int64_t acc_strides[5];
-    S* acc;
-    if constexpr (kAccumulatesInBuffer<T>) {
-        acc = reinterpret_cast<S*>(ws.accumulator);
-        for (int i = 0; i < 5; ++i) acc_strides[i] = ws.accumulator_stride[i];
-    } else {
-        acc = static_cast<S*>(args.input_grad.data);
-        for (int i = 0; i < 5; ++i) acc_strides[i] = args.input_grad.stride[i];
-    }
-    const Problem<T> pb(args, acc, acc_strides);
-    // Channels in vectors where the input and the accumulator have them next to each other
-    // (gradOutput's are gathered where they are apart).
-    const bool unit_channels =
-        args.input.stride[1] == 1 && acc_strides[1] == 1 && GatherableChannelStride(args.grad_output.stride[1]);
-    if (!args.compute_input_grad) {
-        if (!args.compute_grid_grad) return;
-        if (unit_channels)
-            GridGradOnly<T, I, true>(pb);
-        else
-            GridGradOnly<T, I, false>(pb);
-        return;
-    }
-    const SlabPlan plan = PlanSlabs(args);
-    if (!plan.usable) {
-        if (args.compute_grid_grad)
-            PerChannelBackward<T, I, true>(pb);
-        else
-            PerChannelBackward<T, I, false>(pb);
-    } else if (args.compute_grid_grad ? ScanBackward<T, I, true>(pb, ws) : ScanBackward<T, I, false>(pb, ws)) {
-        // done by scanning
-    } else if (args.compute_grid_grad) {
-        if (unit_channels)
-            SlabBackward<T, I, true, true>(pb, plan, ws);
-        else
-            SlabBackward<T, I, true, false>(pb, plan, ws);
-    } else {
-        if (unit_channels)
-            SlabBackward<T, I, false, true>(pb, plan, ws);
-        else
-            SlabBackward<T, I, false, false>(pb, plan, ws);
+    // inputGrad sums in place, or in the workspace's fp32 copy for fp16 and bf16.
+    S* acc = kAccumulatesInBuffer<T> ? reinterpret_cast<S*>(ws.accumulator) : static_cast<S*>(args.input_grad.data);
+    const Problem<T> pb(args, acc, kAccumulatesInBuffer<T> ? ws.accumulator_stride : args.input_grad.stride);
+    switch (plan.path) {
+        case BackwardPath::kNothing:
+        case BackwardPath::kChannelsLastCopy:  // bilinear only (above)
+            return;
+        case BackwardPath::kGridGradOnly:
+            return plan.unit_channels ? GridGradOnly<T, I, true>(pb) : GridGradOnly<T, I, false>(pb);
+        case BackwardPath::kPerChannel:
+            if (plan.grid_grad)
+                PerChannelBackward<T, I, true>(pb);
+            else
+                PerChannelBackward<T, I, false>(pb);
+            break;
+        case BackwardPath::kScanElseSortedSlabs:
+            if (plan.grid_grad)
+                ScanElseSortedSlabs<T, I, true>(pb, plan, ws);
+            else
+                ScanElseSortedSlabs<T, I, false>(pb, plan, ws);
+            break;
     }
     if constexpr (kAccumulatesInBuffer<T>) StoreAccumulator(pb);
 }
 
 // The backward of element type T, its modes dispatched.
 template <typename T>
-void BackwardOfType(const BackwardArgs& args, void* workspace) {
+void BackwardOfType(const BackwardArgs& args, const BackwardPlan& plan, void* workspace) {
     DispatchInterpolation(args.options, [&](auto interpolation) {
-        Backward<T, decltype(interpolation)::value>(args, workspace);
+        Backward<T, decltype(interpolation)::value>(args, plan, workspace);
     });
 }
 

@@ -8,89 +8,110 @@ namespace {
 constexpr size_t kAlignment = 64;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-bool NeedsAccumulator(const BackwardArgs& args) {
-    return args.compute_input_grad && (args.type == ElementType::kFloat16 || args.type == ElementType::kBFloat16);
-}
-
-// Byte sizes of the workspace's parts, in layout order.
-struct Parts {
-    size_t accumulator = 0, keys = 0, order = 0, row_lowest = 0, row_highest = 0;
-};
-
 size_t Align(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
-// The plan's parts (keys, order, row ranges) for the batch items of args.
-void PlanPartSizes(const BackwardArgs& args, Parts* parts_out) {
-    Parts& parts = *parts_out;
-    const SlabPlan plan = PlanSlabs(args);
-    const auto batch = static_cast<size_t>(args.grid.size[0]);
-    const auto rows = static_cast<size_t>(args.grid.size[1] * args.grid.size[2]);
-    const auto points = rows * static_cast<size_t>(args.grid.size[3]);
-    if (plan.usable) {
-        // Row ranges for the scan (one per row) or the sorted slabs (one per segment).
-        const auto segments = static_cast<size_t>(std::max<int64_t>(1, SegmentsPerRow(args.grid.size[3])));
-        parts.keys = Align(batch * points * sizeof(uint8_t));
-        parts.order = Align(batch * points * sizeof(uint16_t));
-        parts.row_lowest = parts.row_highest = Align(batch * rows * segments * sizeof(uint32_t));
-    }
-}
+bool AccumulatesInFloat(ElementType type) { return type == ElementType::kFloat16 || type == ElementType::kBFloat16; }
 
-// The channels-last backward: its accumulator, then the plan for one batch item (the items
-// run one after the other). Otherwise fp16 and bf16's accumulator of the whole inputGrad,
-// then the plan for every item.
-Parts PartSizes(const BackwardArgs& args) {
-    Parts parts;
-    if (BackwardFromChannelsLastCopy(args)) {
-        parts.accumulator = ChannelsLastAccumulatorBytes(args);
-        PlanPartSizes(OneBatchItem(args, 0), &parts);
-        return parts;
-    }
-    if (NeedsAccumulator(args)) {
-        size_t elements = 1;
-        for (int64_t s : args.input_grad.size) elements *= static_cast<size_t>(s);
-        parts.accumulator = Align(elements * sizeof(float));
-    }
-    PlanPartSizes(args, &parts);
-    return parts;
-}
+// Grid points per batch item, where the sort's 32-bit counts and the blocks' int32 offsets hold.
+int64_t PointsPerItem(const BackwardArgs& args) { return args.grid.size[1] * args.grid.size[2] * args.grid.size[3]; }
 
-}  // namespace
+bool FromChannelsLastCopy(const BackwardArgs& args) {
+    const View5& ig = args.input_grad;
+    const int64_t channels = ig.size[1], voxels = ig.size[2] * ig.size[3] * ig.size[4];
+    const int64_t points = PointsPerItem(args);
+    if (args.options.interpolation != Interpolation::kBilinear || channels < kChannelsLastBackwardMinChannels ||
+        voxels == 0 || points == 0 || args.grid.size[0] == 0)
+        return false;
+    // Offsets into the channels-last buffers as int32 (the SIMD blocks' gathers), the sorted
+    // plan's point count, and gradOutput's channels gathered.
+    if (channels * voxels > INT32_MAX || points >= static_cast<int64_t>(UINT32_MAX) ||
+        !GatherableChannelStride(args.grad_output.stride[1]))
+        return false;
+    return ig.stride[4] == 1 && ig.stride[3] == ig.size[4] && ig.stride[2] == ig.size[3] * ig.size[4] &&
+           ig.stride[1] == voxels;
+}
 
 SlabPlan PlanSlabs(const BackwardArgs& args) {
     SlabPlan plan;
-    const int64_t points = args.grid.size[1] * args.grid.size[2] * args.grid.size[3];
-    if (!args.compute_input_grad || points >= static_cast<int64_t>(UINT32_MAX)) return plan;
     const int64_t depth = args.input.size[2];
-    plan.usable = true;
     plan.slab_depth = std::max<int64_t>(1, CeilDiv(depth, kMaxSlabs));
     plan.slabs = std::max<int64_t>(1, CeilDiv(depth, plan.slab_depth));
     return plan;
 }
 
-BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace) {
-    BackwardWorkspace ws;
-    const Parts parts = PartSizes(args);
-    char* next = static_cast<char*>(workspace);
-    auto take = [&next](size_t bytes) {
-        char* p = bytes ? next : nullptr;
-        next += bytes;
-        return p;
-    };
-    ws.accumulator = reinterpret_cast<float*>(take(parts.accumulator));
-    ws.keys = reinterpret_cast<uint8_t*>(take(parts.keys));
-    ws.order = reinterpret_cast<uint16_t*>(take(parts.order));
-    ws.row_lowest = reinterpret_cast<uint32_t*>(take(parts.row_lowest));
-    ws.row_highest = reinterpret_cast<uint32_t*>(take(parts.row_highest));
-    const int64_t* size = args.input_grad.size;
-    if (BackwardFromChannelsLastCopy(args)) {  // (D, H, W, C) of one item
-        const int64_t strides[5] = {size[1] * size[2] * size[3] * size[4], 1, size[3] * size[4] * size[1],
-                                    size[4] * size[1], size[1]};
-        std::copy(strides, strides + 5, ws.accumulator_stride);
-        return ws;
+// Sizes of the parts; offsets follow in layout order.
+void SizeSortParts(const BackwardArgs& args, int64_t batch, WorkspaceLayout* layout) {
+    const auto rows = static_cast<size_t>(args.grid.size[1] * args.grid.size[2]);
+    const auto points = static_cast<size_t>(batch) * rows * static_cast<size_t>(args.grid.size[3]);
+    const auto segments = static_cast<size_t>(std::max<int64_t>(1, SegmentsPerRow(args.grid.size[3])));
+    layout->keys.bytes = Align(points * sizeof(uint8_t));
+    layout->order.bytes = Align(points * sizeof(uint16_t));
+    layout->row_lowest.bytes = layout->row_highest.bytes =
+        Align(static_cast<size_t>(batch) * rows * segments * sizeof(uint32_t));
+}
+
+void PlaceParts(WorkspaceLayout* layout) {
+    size_t next = 0;
+    for (WorkspacePart* part :
+         {&layout->accumulator, &layout->keys, &layout->order, &layout->row_lowest, &layout->row_highest}) {
+        part->offset = part->bytes ? next : 0;
+        next += part->bytes;
     }
-    ws.accumulator_stride[4] = 1;
-    for (int i = 4; i > 0; --i) ws.accumulator_stride[i - 1] = ws.accumulator_stride[i] * size[i];
+    layout->bytes = next;
+}
+
+}  // namespace
+
+BackwardPlan PlanBackward(const BackwardArgs& args) {
+    BackwardPlan plan;
+    plan.grid_grad = args.compute_grid_grad;
+    plan.slabs = PlanSlabs(args);
+    WorkspaceLayout& layout = plan.workspace;
+    const int64_t* size = args.input_grad.size;
+    if (!args.compute_input_grad) {
+        plan.path = args.compute_grid_grad ? BackwardPath::kGridGradOnly : BackwardPath::kNothing;
+    } else if (FromChannelsLastCopy(args)) {
+        plan.path = BackwardPath::kChannelsLastCopy;
+        plan.unit_channels = true;
+        const size_t compute_bytes = args.type == ElementType::kFloat64 ? 8 : 4;  // fp16 and bf16 in fp32
+        layout.accumulator.bytes = Align(static_cast<size_t>(size[1] * size[2] * size[3] * size[4]) * compute_bytes);
+        const int64_t channels_last[5] = {size[1] * size[2] * size[3] * size[4], 1, size[3] * size[4] * size[1],
+                                          size[4] * size[1], size[1]};  // (D, H, W, C) of one item
+        std::copy(channels_last, channels_last + 5, layout.accumulator_stride);
+        SizeSortParts(args, 1, &layout);  // the items run one after the other
+        PlaceParts(&layout);
+        return plan;
+    } else {
+        plan.path = PointsPerItem(args) >= static_cast<int64_t>(UINT32_MAX) ? BackwardPath::kPerChannel
+                                                                           : BackwardPath::kScanElseSortedSlabs;
+    }
+    // fp16 and bf16 sum inputGrad in an fp32 copy, contiguous (N, C, D, H, W).
+    layout.accumulator_stride[4] = 1;
+    for (int i = 4; i > 0; --i) layout.accumulator_stride[i - 1] = layout.accumulator_stride[i] * size[i];
+    const bool in_float = AccumulatesInFloat(args.type);
+    if (in_float && args.compute_input_grad) {
+        size_t elements = 1;
+        for (int i = 0; i < 5; ++i) elements *= static_cast<size_t>(size[i]);
+        layout.accumulator.bytes = Align(elements * sizeof(float));
+    }
+    const int64_t accumulator_channel_stride = in_float ? layout.accumulator_stride[1] : args.input_grad.stride[1];
+    plan.unit_channels = args.input.stride[1] == 1 && accumulator_channel_stride == 1 &&
+                         GatherableChannelStride(args.grad_output.stride[1]);
+    if (plan.path == BackwardPath::kScanElseSortedSlabs) SizeSortParts(args, args.grid.size[0], &layout);
+    PlaceParts(&layout);
+    return plan;
+}
+
+BackwardWorkspace WorkspaceAt(const WorkspaceLayout& layout, void* workspace) {
+    char* base = static_cast<char*>(workspace);
+    auto at = [base](const WorkspacePart& part) { return part.bytes ? base + part.offset : nullptr; };
+    BackwardWorkspace ws;
+    ws.accumulator = reinterpret_cast<float*>(at(layout.accumulator));
+    ws.accumulator_stride = layout.accumulator_stride;
+    ws.keys = reinterpret_cast<uint8_t*>(at(layout.keys));
+    ws.order = reinterpret_cast<uint16_t*>(at(layout.order));
+    ws.row_lowest = reinterpret_cast<uint32_t*>(at(layout.row_lowest));
+    ws.row_highest = reinterpret_cast<uint32_t*>(at(layout.row_highest));
     return ws;
 }
 
@@ -102,17 +123,6 @@ BackwardArgs OneBatchItem(const BackwardArgs& args, int64_t n) {
         view->size[0] = 1;
     }
     return item;
-}
-
-size_t ChannelsLastAccumulatorBytes(const BackwardArgs& args) {
-    const View5& ig = args.input_grad;
-    const size_t compute_bytes = args.type == ElementType::kFloat64 ? 8 : 4;  // fp16 and bf16 in fp32
-    return Align(static_cast<size_t>(ig.size[1] * ig.size[2] * ig.size[3] * ig.size[4]) * compute_bytes);
-}
-
-size_t BackwardWorkspaceBytes(const BackwardArgs& args) {
-    const Parts parts = PartSizes(args);
-    return parts.accumulator + parts.keys + parts.order + parts.row_lowest + parts.row_highest;
 }
 
 }  // namespace gs3d::kernels

@@ -1,5 +1,6 @@
-// The backward kernel's work split and workspace layout. Both depend on the shapes only,
-// never on the thread count, so results are the same for any OMP_NUM_THREADS.
+// The backward's plan: the path, the work split and the workspace layout, made once from the
+// arguments' shapes, strides and options (GetWorkspaceSize) and held by the executor. It
+// never depends on the thread count, so results are the same for any OMP_NUM_THREADS.
 #pragma once
 
 #include <cstddef>
@@ -22,12 +23,9 @@ constexpr int64_t kMaxSlabs = 8;
 // slab of its first corner along D as its key: its corners then lie in that slab and the
 // next one, so tasks that own every other slab never write the same element.
 struct SlabPlan {
-    bool usable = false;     // false: more than 2^32 - 1 points per batch item, or no inputGrad
     int64_t slab_depth = 1;  // input depths (D) per slab
     int64_t slabs = 0;       // per batch item
 };
-
-SlabPlan PlanSlabs(const BackwardArgs& args);
 
 // The sorted plan sorts each grid row in segments of at most this many points, so that a
 // point's place in its segment fits the 16 bits of `order` (rows longer than this, such as a
@@ -35,30 +33,68 @@ SlabPlan PlanSlabs(const BackwardArgs& args);
 constexpr int64_t kSegmentPoints = 65536;
 inline int64_t SegmentsPerRow(int64_t out_w) { return (out_w + kSegmentPoints - 1) / kSegmentPoints; }
 
-// Pointers into the workspace; null where the plan needs no such part.
-struct BackwardWorkspace {
-    // fp16/bf16 inputGrad in fp32, contiguous (N, C, D, H, W), with its strides; or the
-    // channels-last backward's (BackwardFromChannelsLastCopy) of one batch item, (D, H, W, C)
-    // in the compute type (fp64: doubles), its strides its own.
-    float* accumulator = nullptr;
+enum class BackwardPath {
+    kNothing,       // neither gradient asked for
+    kGridGradOnly,  // gridGrad alone: rows in parallel, nothing scattered
+    // inputGrad with more than 2^32 - 1 points per batch item (the sort's 32-bit counts):
+    // whole (n, c) volumes per task (PerChannelBackward).
+    kPerChannel,
+    // The scan (backward_scan-inl.h) where the grid's rows reach few input planes, which it
+    // measures on the grid at launch (the grid's values are not known here); else the sorted
+    // slabs (SlabBackward). Both use the same workspace parts.
+    kScanElseSortedSlabs,
+    // Bilinear, inputGrad dense NCDHW with kChannelsLastBackwardMinChannels or more: batch
+    // item by batch item, channels last (ChannelsLastCopyBackward, sorted slabs).
+    kChannelsLastCopy,
+};
+
+// Byte offsets of the workspace's parts from its start; a part of 0 bytes is not used.
+struct WorkspacePart {
+    size_t offset = 0, bytes = 0;
+};
+struct WorkspaceLayout {
+    // fp16/bf16 inputGrad in fp32, contiguous (N, C, D, H, W); or the channels-last path's
+    // one batch item, (D, H, W, C) in the compute type (fp64: doubles).
+    WorkspacePart accumulator;
     int64_t accumulator_stride[5] = {0, 0, 0, 0, 0};
-    // Sorted slabs: per grid point (of one batch item for the channels-last backward), the slabs of its row segment's points, sorted; and the
-    // segment's points (w from the segment's first) in key order. 1 + 2 bytes per point.
+    // Sorted slabs: per grid point (of one batch item on the channels-last path) its slab,
+    // and its place in its row segment in key order, 1 + 2 bytes per point.
+    WorkspacePart keys, order;
+    // Per row segment the smallest key in it and the largest (sorted slabs), or per grid
+    // row the first and last plane of its points (scan).
+    WorkspacePart row_lowest, row_highest;
+    size_t bytes = 0;  // the whole workspace
+};
+
+struct BackwardPlan {
+    BackwardPath path = BackwardPath::kNothing;
+    bool grid_grad = false;  // gridGrad is computed (with inputGrad, in the same pass)
+    // Channels in vectors: the input and the accumulator hold a point's channels next to each
+    // other, and gradOutput's channel stride can be gathered.
+    bool unit_channels = false;
+    SlabPlan slabs;  // the sorted slabs' cut (of every batch item)
+    WorkspaceLayout workspace;
+};
+
+BackwardPlan PlanBackward(const BackwardArgs& args);
+
+// Pointers into a workspace laid out by a plan; null where the plan has no such part.
+struct BackwardWorkspace {
+    float* accumulator = nullptr;
+    const int64_t* accumulator_stride = nullptr;
     uint8_t* keys = nullptr;
     uint16_t* order = nullptr;
-    // Per row segment (sorted slabs; (n, d, h) then segment) the smallest key in it and the
-    // largest, or per grid row (n, d, h) the first and last plane of its points (scan).
     uint32_t* row_lowest = nullptr;
     uint32_t* row_highest = nullptr;
 };
 
-BackwardWorkspace LayOutWorkspace(const BackwardArgs& args, void* workspace);
+BackwardWorkspace WorkspaceAt(const WorkspaceLayout& layout, void* workspace);
 
 // Batch item n of the arguments alone: every view of size 1 along N, its data offset to item n.
 BackwardArgs OneBatchItem(const BackwardArgs& args, int64_t n);
 
-// The channels-last backward's accumulator (BackwardFromChannelsLastCopy): one batch item's
-// inputGrad, (D, H, W, C) in the compute type, this many bytes (aligned).
-size_t ChannelsLastAccumulatorBytes(const BackwardArgs& args);
+void RunBackward(const BackwardArgs& args, const BackwardPlan& plan, void* workspace);
+template <typename T>
+void RunBackwardOf(const BackwardArgs& args, const BackwardPlan& plan, void* workspace);
 
 }  // namespace gs3d::kernels

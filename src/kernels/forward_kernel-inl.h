@@ -426,15 +426,14 @@ void Forward(const ForwardArgs& args) {
 
 // The forward of element type T, its modes dispatched.
 template <typename T>
-void ForwardOfType(const ForwardArgs& args, void* workspace) {
-    const bool unit_channels = args.input.stride[1] == 1 && args.out.stride[1] == 1;
+void ForwardOfType(const ForwardArgs& args, const ForwardPlan& plan, void* workspace) {
     DispatchInterpolation(args.options, [&](auto interpolation) {
         constexpr Interpolation I = decltype(interpolation)::value;
         if constexpr (I == Interpolation::kBilinear) {
-            if (SamplesFromChannelsLastCopy(args))
+            if (plan.from_channels_last_copy)
                 return SampleFromChannelsLastCopy<T, I>(args, static_cast<T*>(workspace));
         }
-        if (unit_channels)
+        if (plan.unit_channels)
             Forward<T, I, true>(args);
         else
             Forward<T, I, false>(args);

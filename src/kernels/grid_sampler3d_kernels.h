@@ -58,29 +58,26 @@ inline size_t ElementBytes(ElementType type) {
 // a channels-last copy of one batch item in the workspace (forward_kernel-inl.h).
 constexpr int64_t kChannelsLastCopyMinChannels = 4;  // the fewest channels where the copy paid (performance.md)
 
-// Whether it does: bilinear (nearest reads one voxel per point and channel, too few reads for
-// the copy to pay for itself); the input's strides are
-// those of NCDHW with no element shared (no broadcast, no overlap), so the copy is never
-// larger than the input's own storage; and there are points to sample.
-inline bool SamplesFromChannelsLastCopy(const ForwardArgs& args) {
-    const View5& in = args.input;
-    const int64_t points = args.grid.size[0] * args.grid.size[1] * args.grid.size[2] * args.grid.size[3];
-    const int64_t voxels = in.size[2] * in.size[3] * in.size[4];
-    if (args.options.interpolation != Interpolation::kBilinear || in.size[1] < kChannelsLastCopyMinChannels ||
-        points == 0 || voxels == 0)
-        return false;
-    return in.stride[4] >= 1 && in.stride[3] >= in.size[4] * in.stride[4] && in.stride[2] >= in.size[3] * in.stride[3] &&
-           in.stride[1] >= in.size[2] * in.stride[2];
-}
+// The forward's plan, made once from the arguments' shapes, strides and options
+// (GetWorkspaceSize) and held by the executor; the rows then run in parallel, a row's
+// points in blocks, whatever the plan.
+struct ForwardPlan {
+    // Sample from a channels-last copy of each batch item in the workspace: bilinear (nearest
+    // reads one voxel per point and channel, too few reads for the copy to pay for itself),
+    // kChannelsLastCopyMinChannels or more, the input's strides those of NCDHW with no element
+    // shared (no broadcast, no overlap, so the copy is never larger than the input's own
+    // storage), and points to sample.
+    bool from_channels_last_copy = false;
+    bool unit_channels = false;  // the input and the output hold a point's channels side by side
+    size_t workspace_bytes = 0;  // the copy of one batch item
+};
 
-size_t ForwardWorkspaceBytes(const ForwardArgs& args);
-void RunForward(const ForwardArgs& args, void* workspace);
+ForwardPlan PlanForward(const ForwardArgs& args);
+void RunForward(const ForwardArgs& args, const ForwardPlan& plan, void* workspace);
 
 // The bilinear backward with inputGrad laid out NCDHW (dense within each batch item) and at
 // least this many channels runs batch item by batch item with channels last
-// (backward_kernel-inl.h, ChannelsLastCopyBackward): the input copied into inputGrad's
-// own memory as (D, H, W, C), inputGrad accumulated as (D, H, W, C) in the workspace (fp32
-// for fp16 and bf16), then copied out.
+// (backward_plan.h, BackwardPath::kChannelsLastCopy).
 constexpr int64_t kChannelsLastBackwardMinChannels = 4;  // 2 channels lose: they run one by one there
 
 // gradOutput's channel stride as the int32 offsets of a gather of up to 16 lanes.
@@ -89,33 +86,12 @@ inline bool GatherableChannelStride(int64_t stride) {
     return stride >= -(INT32_MAX / kMaxLanes) && stride <= INT32_MAX / kMaxLanes;
 }
 
-inline bool BackwardFromChannelsLastCopy(const BackwardArgs& args) {
-    const View5& ig = args.input_grad;
-    const int64_t channels = ig.size[1], voxels = ig.size[2] * ig.size[3] * ig.size[4];
-    const int64_t points = args.grid.size[1] * args.grid.size[2] * args.grid.size[3];
-    if (args.options.interpolation != Interpolation::kBilinear || !args.compute_input_grad ||
-        channels < kChannelsLastBackwardMinChannels || voxels == 0 || points == 0 || args.grid.size[0] == 0)
-        return false;
-    // Offsets into the channels-last buffers as int32 (the SIMD blocks' gathers), the sorted
-    // plan's point count, and gradOutput's channels gathered.
-    if (channels * voxels > INT32_MAX || points >= static_cast<int64_t>(UINT32_MAX) ||
-        !GatherableChannelStride(args.grad_output.stride[1]))
-        return false;
-    return ig.stride[4] == 1 && ig.stride[3] == ig.size[4] && ig.stride[2] == ig.size[3] * ig.size[4] &&
-           ig.stride[1] == voxels;
-}
-
-// fp16 and bf16 accumulate inputGrad in an fp32 buffer of the input's element count; the
-// channels-last backward in one of a batch item's.
-size_t BackwardWorkspaceBytes(const BackwardArgs& args);
-void RunBackward(const BackwardArgs& args, void* workspace);
+// The backward's entry points, with its plan, are in backward_plan.h.
 
 // The kernels of one element type (float, double, Half, BFloat16), each type in its own
 // translation unit (kernels_float32.cpp and its siblings); RunForward and RunBackward
 // (kernel_entries.cpp) pick by args.type.
 template <typename T>
-void RunForwardOf(const ForwardArgs& args, void* workspace);
-template <typename T>
-void RunBackwardOf(const BackwardArgs& args, void* workspace);
+void RunForwardOf(const ForwardArgs& args, const ForwardPlan& plan, void* workspace);
 
 }  // namespace gs3d::kernels

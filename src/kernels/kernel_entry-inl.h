@@ -8,6 +8,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/backward_kernel-inl.h"
+#include "kernels/backward_plan.h"
 #include "kernels/forward_kernel-inl.h"
 #include "kernels/grid_sampler3d_kernels.h"
 
@@ -16,12 +17,12 @@ namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
 namespace {
 
-void RunForwardForTarget(const ForwardArgs& args, void* workspace) {
-    ForwardOfType<GS3D_KERNEL_ELEMENT>(args, workspace);
+void RunForwardForTarget(const ForwardArgs& args, const ForwardPlan& plan, void* workspace) {
+    ForwardOfType<GS3D_KERNEL_ELEMENT>(args, plan, workspace);
 }
 
-void RunBackwardForTarget(const BackwardArgs& args, void* workspace) {
-    BackwardOfType<GS3D_KERNEL_ELEMENT>(args, workspace);
+void RunBackwardForTarget(const BackwardArgs& args, const BackwardPlan& plan, void* workspace) {
+    BackwardOfType<GS3D_KERNEL_ELEMENT>(args, plan, workspace);
 }
 
 }  // namespace
@@ -36,13 +37,13 @@ HWY_EXPORT(RunForwardForTarget);
 HWY_EXPORT(RunBackwardForTarget);
 
 template <>
-void RunForwardOf<GS3D_KERNEL_ELEMENT>(const ForwardArgs& args, void* workspace) {
-    HWY_DYNAMIC_DISPATCH(RunForwardForTarget)(args, workspace);
+void RunForwardOf<GS3D_KERNEL_ELEMENT>(const ForwardArgs& args, const ForwardPlan& plan, void* workspace) {
+    HWY_DYNAMIC_DISPATCH(RunForwardForTarget)(args, plan, workspace);
 }
 
 template <>
-void RunBackwardOf<GS3D_KERNEL_ELEMENT>(const BackwardArgs& args, void* workspace) {
-    HWY_DYNAMIC_DISPATCH(RunBackwardForTarget)(args, workspace);
+void RunBackwardOf<GS3D_KERNEL_ELEMENT>(const BackwardArgs& args, const BackwardPlan& plan, void* workspace) {
+    HWY_DYNAMIC_DISPATCH(RunBackwardForTarget)(args, plan, workspace);
 }
 
 }  // namespace gs3d::kernels

@@ -5,7 +5,7 @@
 #include <new>
 
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
-#include "kernels/grid_sampler3d_kernels.h"
+#include "kernels/backward_plan.h"
 #include "ops/executor.h"
 #include "ops/grid_sampler3d/tensor_checks.h"
 #include "runtime/recent_error.h"
@@ -97,11 +97,13 @@ aclnnStatus GetWorkspaceSize(const aclTensor* grad_output_tensor, const aclTenso
     if (want_input_grad && input_tensor->ElementCount() > std::numeric_limits<int64_t>::max() / 4)
         return RecordError(ACLNN_ERR_PARAM_INVALID, "%s: input %s is too large for the workspace", kApi,
                            ShapeString(input_tensor).c_str());
-    // Every kernel's work split depends on the shape only, so results are bitwise
-    // reproducible with or without ACL_OPT_DETERMINISTIC: no separate plan is needed.
-    const uint64_t bytes = kernels::BackwardWorkspaceBytes(args);
-    aclOpExecutor* plan =
-        NewExecutor(kLaunchApi, bytes, [args](void* workspace) { kernels::RunBackward(args, workspace); });
+    // The plan (path, work split, workspace layout) depends on the shapes, strides and
+    // options only, so results are bitwise reproducible with or without ACL_OPT_DETERMINISTIC.
+    const kernels::BackwardPlan backward_plan = kernels::PlanBackward(args);
+    const uint64_t bytes = backward_plan.workspace.bytes;
+    aclOpExecutor* plan = NewExecutor(kLaunchApi, bytes, [args, backward_plan](void* workspace) {
+        kernels::RunBackward(args, backward_plan, workspace);
+    });
     if (!plan) return RecordError(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of memory creating the executor", kApi);
     *workspace_size = bytes;
     *executor = plan;

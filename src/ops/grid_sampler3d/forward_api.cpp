@@ -63,9 +63,11 @@ aclnnStatus GetWorkspaceSize(const aclTensor* input_tensor, const aclTensor* gri
     args.input = VolumeView(input_tensor, channel_last);
     args.grid = GridView(grid_tensor);
     args.out = VolumeView(out_tensor, channel_last);
-    const uint64_t bytes = kernels::ForwardWorkspaceBytes(args);
-    aclOpExecutor* plan =
-        NewExecutor(kLaunchApi, bytes, [args](void* workspace) { kernels::RunForward(args, workspace); });
+    const kernels::ForwardPlan forward_plan = kernels::PlanForward(args);
+    const uint64_t bytes = forward_plan.workspace_bytes;
+    aclOpExecutor* plan = NewExecutor(kLaunchApi, bytes, [args, forward_plan](void* workspace) {
+        kernels::RunForward(args, forward_plan, workspace);
+    });
     if (!plan) return RecordError(ACLNN_ERR_INNER_CREATE_EXECUTOR, "%s: out of memory creating the executor", kApi);
     *workspace_size = bytes;
     *executor = plan;
