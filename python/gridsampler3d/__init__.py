@@ -12,7 +12,7 @@ from ._errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, STATUS_NA
 from . import _arguments, _runtime
 
 __version__ = "0.1.0"
-__all__ = ["grid_sample", "grid_sample_backward", "patch_torch", "set_deterministic", "is_deterministic", "set_num_threads",
+__all__ = ["grid_sample", "grid_sample_backward", "affine_warp", "displacement_warp", "patch_torch", "set_deterministic", "is_deterministic", "set_num_threads",
            "get_num_threads", "library_path", "GridSamplerError"]
 
 
@@ -42,6 +42,33 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
     interpolation, padding = _arguments.interpolation_code(mode), _arguments.padding_code(padding_mode)
     _arguments.output_shape(input.shape, grid.shape)  # the rank check
     return _torch.backward(grad_output, input, grid, interpolation, padding, bool(align_corners), output_mask)
+
+
+def affine_warp(input, theta, size=None, mode="bilinear", padding_mode="zeros", align_corners=False):
+    """F.grid_sample(input, F.affine_grid(theta, size, align_corners), mode, padding_mode,
+    align_corners) without building the grid: the coordinates are computed chunk by chunk in
+    the library's workspace (a few MiB whatever the size).
+
+    input (N, C, D, H, W); theta (N, 3, 4) of the input's dtype; size (N, C, D_out, H_out,
+    W_out), the input's shape when None. Returns (N, C, D_out, H_out, W_out), channels-last
+    when the input is. Differentiable with respect to input and theta (theta's gradient is
+    summed in double, the same for any thread count); create_graph=True runs PyTorch's
+    composition, as grid_sample does."""
+    from . import _warp_torch
+
+    return _warp_torch.affine_warp(input, theta, size, mode, padding_mode, align_corners)
+
+
+def displacement_warp(input, flow, mode="bilinear", padding_mode="zeros"):
+    """VoxelMorph's SpatialTransformer without building the grid: output voxel (d, h, w)
+    samples input at (d, h, w) + flow[:, :, d, h, w], in voxels along (D, H, W), normalized by
+    the flow's size with align_corners=True (the flow's D, H and W must be at least 2).
+
+    input (N, C, D, H, W); flow (N, 3, D_out, H_out, W_out) of the input's dtype. Returns (N,
+    C, D_out, H_out, W_out). Differentiable with respect to input and flow."""
+    from . import _warp_torch
+
+    return _warp_torch.displacement_warp(input, flow, mode, padding_mode)
 
 
 def patch_torch(enabled=True):

@@ -50,3 +50,23 @@ def contiguous_strides(shape):
         strides.append(step)
         step *= max(size, 1)
     return tuple(reversed(strides))
+
+
+def affine_output_shape(input_shape, theta_shape, size):
+    """(N, C, Do, Ho, Wo) of an affine warp: size's D, H, W (input's when size is None)."""
+    if len(input_shape) != 5:
+        raise ValueError(f"affine_warp: expected a 5-D input (N, C, D, H, W), got {len(input_shape)}-D")
+    if len(theta_shape) != 3 or tuple(theta_shape[1:]) != (3, 4) or theta_shape[0] != input_shape[0]:
+        raise ValueError(f"affine_warp: expected theta of shape ({input_shape[0]}, 3, 4), got {tuple(theta_shape)}")
+    size = tuple(input_shape) if size is None else tuple(size)
+    if len(size) != 5 or size[0] != input_shape[0]:
+        raise ValueError(f"affine_warp: expected size (N, C, D_out, H_out, W_out) with N = {input_shape[0]}, got {size}")
+    return (input_shape[0], input_shape[1]) + size[2:]
+
+
+def displacement_output_shape(input_shape, flow_shape):
+    """(N, C, Do, Ho, Wo) of a displacement warp: the flow's D, H, W."""
+    if len(input_shape) != 5 or len(flow_shape) != 5:
+        raise ValueError("displacement_warp: expected a 5-D input (N, C, D, H, W) and a 5-D flow (N, 3, D, H, W), "
+                         f"got {len(input_shape)}-D and {len(flow_shape)}-D")
+    return (input_shape[0], input_shape[1]) + tuple(flow_shape[2:])

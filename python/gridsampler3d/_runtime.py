@@ -181,6 +181,38 @@ def backward(grad_output, input, grid, input_grad, grid_grad, interpolation, pad
              lib.aclnnGridSampler3DBackward, arguments)
 
 
+def warp_forward(kind, input, parameters, output, interpolation, padding, align_corners):
+    """gs3dAffineWarp3D (kind "affine", parameters theta (N, 3, 4)) or gs3dDisplacementWarp3D
+    (kind "displacement", parameters flow (N, 3, Do, Ho, Wo); align_corners is not passed, it
+    is always true) on views. Returns the workspace size in bytes."""
+    lib = library()
+    api = "gs3dAffineWarp3D" if kind == "affine" else "gs3dDisplacementWarp3D"
+    with _Handles(lib) as h:
+        fmt = ACL_FORMAT_ND if kind == "affine" else ACL_FORMAT_NCDHW
+        arguments = [h.tensor(input, ACL_FORMAT_NCDHW), h.tensor(parameters, fmt), interpolation, padding]
+        if kind == "affine":
+            arguments.append(bool(align_corners))
+        arguments.append(h.tensor(output, ACL_FORMAT_NCDHW))
+        return _run(lib, api, getattr(lib, api + "GetWorkspaceSize"), getattr(lib, api), arguments)
+
+
+def warp_backward(kind, grad_output, input, parameters, input_grad, parameters_grad, interpolation, padding,
+                  align_corners, output_mask):
+    """The warps' backward on views (see warp_forward); an output the mask leaves out may be a
+    view without data."""
+    lib = library()
+    api = "gs3dAffineWarp3DBackward" if kind == "affine" else "gs3dDisplacementWarp3DBackward"
+    with _Handles(lib) as h:
+        fmt = ACL_FORMAT_ND if kind == "affine" else ACL_FORMAT_NCDHW
+        arguments = [h.tensor(grad_output, ACL_FORMAT_NCDHW), h.tensor(input, ACL_FORMAT_NCDHW),
+                     h.tensor(parameters, fmt), interpolation, padding]
+        if kind == "affine":
+            arguments.append(bool(align_corners))
+        arguments += [h.bool_array(output_mask), h.tensor(input_grad, ACL_FORMAT_NCDHW),
+                      h.tensor(parameters_grad, fmt)]
+        return _run(lib, api, getattr(lib, api + "GetWorkspaceSize"), getattr(lib, api), arguments)
+
+
 def set_deterministic(enabled):
     lib = library()
     _check(lib, "aclrtCtxSetSysParamOpt", lib.aclrtCtxSetSysParamOpt(ACL_OPT_DETERMINISTIC, 1 if enabled else 0))

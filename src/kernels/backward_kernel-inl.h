@@ -307,7 +307,8 @@ void ChannelsLastCopyBackward(const BackwardArgs& args, const BackwardPlan& plan
         BackwardArgs item = OneBatchItem(args, n);
         T* input_grad_n = static_cast<T*>(item.input_grad.data);
         if (args.compute_grid_grad) {
-            CopyToChannelsLast(static_cast<const T*>(item.input.data), in.stride + 1, in.size + 1, input_grad_n);
+            if (args.first_chunk)  // later chunks find the copy there (BackwardArgs)
+                CopyToChannelsLast(static_cast<const T*>(item.input.data), in.stride + 1, in.size + 1, input_grad_n);
             item.input.data = input_grad_n;
             std::copy(channels_last, channels_last + 5, item.input.stride);
         }
@@ -318,7 +319,7 @@ void ChannelsLastCopyBackward(const BackwardArgs& args, const BackwardPlan& plan
             SlabBackward<T, Interpolation::kBilinear, true, true>(pb, plan.slabs, ws);
         else
             SlabBackward<T, Interpolation::kBilinear, false, true>(pb, plan.slabs, ws);
-        CopyFromChannelsLast(acc, ig.stride + 1, ig.size + 1, input_grad_n);
+        if (args.last_chunk) CopyFromChannelsLast(acc, ig.stride + 1, ig.size + 1, input_grad_n);
     }
 }
 
@@ -361,7 +362,9 @@ void Backward(const BackwardArgs& args, const BackwardPlan& plan, void* workspac
                 ScanElseSortedSlabs<T, I, false>(pb, plan, ws);
             break;
     }
-    if constexpr (kAccumulatesInBuffer<T>) StoreAccumulator(pb);
+    if constexpr (kAccumulatesInBuffer<T>) {
+        if (args.last_chunk) StoreAccumulator(pb);
+    }
 }
 
 // The backward of element type T, its modes dispatched.

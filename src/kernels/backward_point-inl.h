@@ -119,6 +119,7 @@ struct Problem {
     // which strided over every line C times.
     void ZeroAccumulatorPlanes(int64_t n, int64_t z_begin, int64_t z_end) const {
         if (channels == 0) return;  // no data to offset
+        if (!args.first_chunk) return;  // the sum of the grid's earlier chunks (BackwardArgs)
         const int64_t vol_h = args.input.size[3], vol_w = args.input.size[4];
         const int64_t* st = acc_stride;
         const bool channels_inner = st[1] < st[4];

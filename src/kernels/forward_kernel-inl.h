@@ -346,7 +346,8 @@ void SampleFromChannelsLastCopy(const ForwardArgs& args, T* copy) {
     const int64_t piece = StagedColumns(channels);  // points per piece of a row (below)
     for (int64_t n = 0; n < in.size[0]; ++n) {
         const int64_t from_stride[4] = {in.stride[1], in.stride[2], in.stride[3], in.stride[4]};
-        CopyToChannelsLast(static_cast<const T*>(in.data) + n * in.stride[0], from_stride, in.size + 1, copy);
+        if (!args.input_copied)
+            CopyToChannelsLast(static_cast<const T*>(in.data) + n * in.stride[0], from_stride, in.size + 1, copy);
         const T* grid_n = static_cast<const T*>(grid.data) + n * grid.stride[0];
         T* out_n = static_cast<T*>(out.data) + n * out.stride[0];
 #pragma omp parallel for schedule(static)

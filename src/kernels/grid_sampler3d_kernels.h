@@ -36,6 +36,9 @@ struct ForwardArgs {
     View5 input;  // (N, C, D, H, W)
     View5 grid;   // (N, Do, Ho, Wo, 3)
     View5 out;    // (N, C, Do, Ho, Wo)
+    // The workspace already holds the channels-last copy of the input's one batch item (a
+    // chunked caller, warp_chunks.cpp, made it on an earlier chunk of the grid).
+    bool input_copied = false;
 };
 
 struct BackwardArgs {
@@ -48,6 +51,12 @@ struct BackwardArgs {
     View5 grid_grad;    // (N, Do, Ho, Wo, 3); written when compute_grid_grad
     bool compute_input_grad = true;
     bool compute_grid_grad = true;
+    // A chunked caller (warp_chunks.cpp) runs one backward per chunk of a batch item's grid,
+    // with the same workspace: only the first chunk zeroes inputGrad's sum (in inputGrad, or
+    // in the workspace's accumulator) and copies the input channels-last; every later one
+    // adds to the sum; only the last rounds or copies the sum into inputGrad.
+    bool first_chunk = true;
+    bool last_chunk = true;
 };
 
 inline size_t ElementBytes(ElementType type) {

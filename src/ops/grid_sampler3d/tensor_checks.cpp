@@ -182,4 +182,14 @@ kernels::View5 VolumeView(const aclTensor* tensor, bool channel_last) {
 
 kernels::View5 GridView(const aclTensor* tensor) { return VolumeView(tensor, false); }
 
+kernels::View5 MatrixView(const aclTensor* tensor) {
+    kernels::View5 view;
+    view.data = tensor->data ? ViewBase(tensor) : nullptr;
+    for (int i = 0; i < 5; ++i) {
+        view.size[i] = i < 3 ? tensor->view_dims[i] : 1;
+        view.stride[i] = i < 3 ? tensor->strides[i] : 0;
+    }
+    return view;
+}
+
 }  // namespace gs3d::grid_sampler3d

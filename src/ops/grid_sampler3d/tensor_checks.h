@@ -44,6 +44,8 @@ kernels::ElementType ToElementType(aclDataType type);
 // The tensor as the kernels see it: volumes in (N, C, D, H, W) order, grids as given.
 kernels::View5 VolumeView(const aclTensor* tensor, bool channel_last);
 kernels::View5 GridView(const aclTensor* tensor);
+// A rank-3 tensor, such as an affine warp's theta (N, 3, 4), as a View5 (N, 3, 4, 1, 1).
+kernels::View5 MatrixView(const aclTensor* tensor);
 
 }  // namespace gs3d::grid_sampler3d
 
