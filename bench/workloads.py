@@ -41,6 +41,20 @@ def smooth_displacement(n, out_size, voxels, gen):
     return field.permute(0, 2, 3, 4, 1) * scale
 
 
+def affine_theta(n):
+    """The affine grid's theta (N, 3, 4): output coordinates to input, a rotation of 12 degrees
+    about x and y, a scale of 1.1 and a shift."""
+    linear = rotation(0, 12.0) @ rotation(1, 12.0) / 1.1
+    theta = torch.cat([linear, torch.tensor([[0.05], [-0.03], [0.04]])], 1)
+    return theta.unsqueeze(0).repeat(n, 1, 1)
+
+
+def voxel_flow(n, out_size, voxels, gen):
+    """The registration field as a displacement in voxels along (D, H, W): (N, 3, D, H, W)."""
+    coarse = torch.randn(n, 3, 5, 5, 5, generator=gen) * voxels
+    return F.interpolate(coarse, size=out_size, mode="trilinear", align_corners=True)
+
+
 def input_and_output_size(grid, size):
     """(input size, output size) per axis for a grid kind at the benchmark's size S: the
     resampling grids keep the larger of the two at S."""
@@ -60,9 +74,7 @@ def make_grid(kind, n, out, seed=0):
     elif kind == "registration":
         grid = identity(n, size) + smooth_displacement(n, size, 3.0, gen)
     elif kind == "affine":
-        linear = rotation(0, 12.0) @ rotation(1, 12.0) / 1.1  # output coordinates to input: scale 1.1
-        theta = torch.cat([linear, torch.tensor([[0.05], [-0.03], [0.04]])], 1)
-        grid = F.affine_grid(theta.unsqueeze(0).repeat(n, 1, 1), (n, 1, *size), align_corners=False)
+        grid = F.affine_grid(affine_theta(n), (n, 1, *size), align_corners=False)
     elif kind == "random":
         grid = torch.rand(n, *size, 3, generator=gen) * 2 - 1
     elif kind == "noise":

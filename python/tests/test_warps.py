@@ -3,11 +3,11 @@
 The reference samples PyTorch's CPU kernels at the warp's coordinates computed here
 independently: for theta, F.affine_grid's base coordinates (PyTorch's linspace formula in the
 dtype) times theta in float64, rounded once to the dtype (PyTorch's own F.affine_grid sums
-the product in the dtype, a few ulps away: checked separately); for a flow, VoxelMorph's SpatialTransformer
-arithmetic in the compute dtype. thetaGrad's reference is the reference gridGrad times the
-base coordinates, summed in float64. Outputs are (3, 40, 1000) points, three chunks of the
-library's workspace, so that sums across chunks are checked; C = 4 with NCDHW takes the
-channels-last backward. fp16/bf16: the fp32 kernel on the upcast values, as in
+the product in the dtype, a few ulps away: checked separately); for a flow, VoxelMorph's
+SpatialTransformer arithmetic in the compute dtype. thetaGrad's reference is the reference
+gridGrad times the base coordinates, summed in float64. Outputs are (66, 2, 1000) points,
+four chunks of the library's workspace (full and partial), so that sums across chunks are
+checked; C = 4 with NCDHW takes the channels-last backward. fp16/bf16: the fp32 kernel on the upcast values, as in
 test_torch_crosscheck. Nearest: the points near a tie are left out (near_ties).
 """
 import itertools
@@ -22,7 +22,7 @@ from torch_reference import assert_matches, reference, source_index
 
 MODES, PADDINGS = ("bilinear", "nearest"), ("zeros", "border", "reflection")
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
-OUT = (3, 40, 1000)  # three chunks of the library's 65536 points
+OUT = (66, 2, 1000)  # four chunks of the library's 65536 points: each row's 65 planes, then 1
 
 
 def compute_dtype(dtype):

@@ -205,7 +205,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         }
     }
     const int64_t average_span = spanning_rows ? (spans + spanning_rows - 1) / spanning_rows : 1;
-    if (4 * average_span > depth && depth > 4) return false;
+    if (4 * average_span > depth && depth > 4 && !a.scan_any_span) return false;
 
     // Tasks: batch x slab_count, a multiple of the threads with as few slabs per item as that
     // allows (a batch of two on two threads: one slab, the whole volume, per task), unless the

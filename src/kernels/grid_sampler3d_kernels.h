@@ -57,6 +57,10 @@ struct BackwardArgs {
     // adds to the sum; only the last rounds or copies the sum into inputGrad.
     bool first_chunk = true;
     bool last_chunk = true;
+    // The scan (backward_scan-inl.h) takes the grid whatever its rows' reach along D: set by
+    // the chunked caller, whose chunks of one smooth grid would otherwise part between the
+    // scan and the sorted slabs by their own reach (a fifth slower on an affine warp).
+    bool scan_any_span = false;
 };
 
 inline size_t ElementBytes(ElementType type) {

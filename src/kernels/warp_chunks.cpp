@@ -34,34 +34,70 @@ S BaseCoordinate(int64_t i, int64_t steps, bool align_corners) {
     return v;
 }
 
-// The shape of the output and its chunks.
+// The output's shape and its chunks: bands of rows along H over every plane (D), as the
+// backward's scan orders its rows (row_order.h: band after band, each plane after plane), so
+// that a chunked warp visits the rows in the order one call on the whole grid would; where one
+// row of H over every plane is too many points, planes in groups too.
 struct Chunking {
-    int64_t batch, out_d, out_h, out_w, chunk_planes, chunks;
+    int64_t batch, out_d, out_h, out_w;
+    int64_t chunk_rows, chunk_planes;  // along H and D
+    int64_t h_chunks, d_chunks, chunks;
 };
 
+// Chunk k: planes [d0, d0 + planes), rows [h0, h0 + rows) of each.
+struct Chunk {
+    int64_t d0, planes, h0, rows;
+    int64_t Rows() const { return planes * rows; }  // grid rows (d, h) in it
+};
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 Chunking ChunkingOf(const View5& out) {
-    Chunking c{out.size[0], out.size[2], out.size[3], out.size[4], 1, 1};
-    c.chunk_planes = std::max<int64_t>(1, std::min(c.out_d, kWarpChunkPoints / std::max<int64_t>(1, c.out_h * c.out_w)));
-    c.chunks = std::max<int64_t>(1, (c.out_d + c.chunk_planes - 1) / c.chunk_planes);
+    Chunking c{out.size[0], out.size[2], out.size[3], out.size[4], 1, 1, 1, 1, 1};
+    const int64_t row_points = std::max<int64_t>(1, c.out_w);
+    c.chunk_rows = std::clamp<int64_t>(kWarpChunkPoints / std::max<int64_t>(1, c.out_d * row_points), 1,
+                                       std::max<int64_t>(1, c.out_h));
+    c.chunk_planes = c.chunk_rows > 1 ? std::max<int64_t>(1, c.out_d)
+                                      : std::clamp<int64_t>(kWarpChunkPoints / row_points, 1, std::max<int64_t>(1, c.out_d));
+    c.h_chunks = std::max<int64_t>(1, CeilDiv(c.out_h, c.chunk_rows));
+    c.d_chunks = std::max<int64_t>(1, CeilDiv(c.out_d, c.chunk_planes));
+    c.chunks = c.h_chunks * c.d_chunks;
     return c;
 }
 
-// Batch item n of a volume view (N, C, D, H, W), planes [d0, d0 + planes) of it.
-View5 Slice(const View5& view, size_t element_bytes, int64_t n, int64_t d0, int64_t planes) {
+Chunk ChunkAt(const Chunking& c, int64_t k) {
+    Chunk chunk;
+    chunk.h0 = k / c.d_chunks * c.chunk_rows;
+    chunk.rows = std::max<int64_t>(0, std::min(c.chunk_rows, c.out_h - chunk.h0));
+    chunk.d0 = k % c.d_chunks * c.chunk_planes;
+    chunk.planes = std::max<int64_t>(0, std::min(c.chunk_planes, c.out_d - chunk.d0));
+    return chunk;
+}
+
+// Batch item n of a volume view (N, C, D, H, W): its input-sized whole, or a chunk's part.
+View5 Item(const View5& view, size_t element_bytes, int64_t n) {
     View5 s = view;
-    if (s.data)
-        s.data = static_cast<char*>(s.data) + (n * view.stride[0] + d0 * view.stride[2]) * static_cast<int64_t>(element_bytes);
+    if (s.data) s.data = static_cast<char*>(s.data) + n * view.stride[0] * static_cast<int64_t>(element_bytes);
     s.size[0] = 1;
-    s.size[2] = planes;
     return s;
 }
 
-// A chunk's coordinates (or their gradient) in the workspace: (1, planes, Ho, Wo, 3), dense.
-View5 ChunkGrid(void* data, const Chunking& c, int64_t planes) {
+View5 ChunkOf(const View5& view, size_t element_bytes, int64_t n, const Chunk& chunk) {
+    View5 s = Item(view, element_bytes, n);
+    if (s.data)
+        s.data = static_cast<char*>(s.data) +
+                 (chunk.d0 * view.stride[2] + chunk.h0 * view.stride[3]) * static_cast<int64_t>(element_bytes);
+    s.size[2] = chunk.planes;
+    s.size[3] = chunk.rows;
+    return s;
+}
+
+// A chunk's coordinates (or their gradient) in the workspace: (1, planes, rows, Wo, 3), dense.
+View5 ChunkGrid(void* data, const Chunking& c, const Chunk& chunk) {
     View5 g;
     g.data = data;
-    const int64_t size[5] = {1, planes, c.out_h, c.out_w, 3};
-    const int64_t stride[5] = {planes * c.out_h * c.out_w * 3, c.out_h * c.out_w * 3, c.out_w * 3, 3, 1};
+    const int64_t size[5] = {1, chunk.planes, chunk.rows, c.out_w, 3};
+    const int64_t stride[5] = {chunk.Rows() * c.out_w * 3, chunk.rows * c.out_w * 3, c.out_w * 3, 3, 1};
     std::copy(size, size + 5, g.size);
     std::copy(stride, stride + 5, g.stride);
     return g;
@@ -73,57 +109,69 @@ const T* At(const View5& v, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 =
            i4 * v.stride[4];
 }
 
-// The coordinates of planes [d0, d0 + planes) of batch item n, as F.affine_grid or
-// VoxelMorph's SpatialTransformer computes them, rounded once to T.
+// F.affine_grid's base coordinates of each axis, in double (exact from the compute type):
+// x (W), then y (H), then z (D), out_w + out_h + out_d values.
+struct BaseCoordinates {
+    const double *x, *y, *z;
+};
+
+template <typename S>
+BaseCoordinates FillBaseCoordinates(const Chunking& c, bool align_corners, double* values) {
+    const BaseCoordinates base{values, values + c.out_w, values + c.out_w + c.out_h};
+    for (int64_t i = 0; i < c.out_w; ++i) values[i] = BaseCoordinate<S>(i, c.out_w, align_corners);
+    for (int64_t i = 0; i < c.out_h; ++i) values[c.out_w + i] = BaseCoordinate<S>(i, c.out_h, align_corners);
+    for (int64_t i = 0; i < c.out_d; ++i) values[c.out_w + c.out_h + i] = BaseCoordinate<S>(i, c.out_d, align_corners);
+    return base;
+}
+
+// The coordinates of a chunk of batch item n, as F.affine_grid or VoxelMorph's
+// SpatialTransformer computes them, rounded once to T.
 template <typename T>
-void FillChunkGrid(WarpKind kind, const View5& parameters, const SamplerOptions& options, const Chunking& c,
-                   int64_t n, int64_t d0, int64_t planes, T* grid) {
+void FillChunkGrid(WarpKind kind, const View5& parameters, const BaseCoordinates& base, const Chunking& c, int64_t n,
+                   const Chunk& chunk, T* grid) {
     using S = ComputeType<T>;
-    const int64_t rows = planes * c.out_h;
 #pragma omp parallel for schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
-        const int64_t d = d0 + row / c.out_h, h = row % c.out_h;
+    for (int64_t row = 0; row < chunk.Rows(); ++row) {
+        const int64_t d = chunk.d0 + row / chunk.rows, h = chunk.h0 + row % chunk.rows;
         T* out = grid + row * c.out_w * 3;
         if (kind == WarpKind::kAffine) {
             // The dot product in double, rounded once: PyTorch's bmm sums in the dtype, in
             // BLAS's order; this is at least as close to the exact value.
-            const double y = BaseCoordinate<S>(h, c.out_h, options.align_corners);
-            const double z = BaseCoordinate<S>(d, c.out_d, options.align_corners);
             double row_part[3], x_part[3];
             for (int k = 0; k < 3; ++k) {
                 x_part[k] = ToCompute(*At<T>(parameters, n, k, 0));
-                row_part[k] = ToCompute(*At<T>(parameters, n, k, 1)) * y + ToCompute(*At<T>(parameters, n, k, 2)) * z +
-                              ToCompute(*At<T>(parameters, n, k, 3));
+                row_part[k] = ToCompute(*At<T>(parameters, n, k, 1)) * base.y[h] +
+                              ToCompute(*At<T>(parameters, n, k, 2)) * base.z[d] + ToCompute(*At<T>(parameters, n, k, 3));
             }
-            for (int64_t w = 0; w < c.out_w; ++w) {
-                const double x = BaseCoordinate<S>(w, c.out_w, options.align_corners);
+            for (int64_t w = 0; w < c.out_w; ++w)
                 for (int k = 0; k < 3; ++k)
-                    out[w * 3 + k] = FromCompute<T>(static_cast<S>(x_part[k] * x + row_part[k]));
-            }
+                    out[w * 3 + k] = FromCompute<T>(static_cast<S>(x_part[k] * base.x[w] + row_part[k]));
         } else {
             // VoxelMorph: 2 * ((position + flow) / (size - 1) - 0.5), x from the flow's channel 2.
             const int64_t sizes[3] = {c.out_w, c.out_h, c.out_d};
             const int64_t position[3] = {0, h, d};
-            for (int64_t w = 0; w < c.out_w; ++w)
-                for (int k = 0; k < 3; ++k) {
-                    const S p = static_cast<S>(k == 0 ? w : position[k]);
-                    const S loc = p + ToCompute(*At<T>(parameters, n, 2 - k, d, h, w));
-                    out[w * 3 + k] = FromCompute<T>(S(2) * (loc / static_cast<S>(sizes[k] - 1) - S(0.5)));
+            for (int k = 0; k < 3; ++k) {
+                const T* flow = At<T>(parameters, n, 2 - k, d, h, 0);
+                const int64_t step = parameters.stride[4];
+                const S scale = static_cast<S>(sizes[k] - 1);
+                for (int64_t w = 0; w < c.out_w; ++w) {
+                    const S loc = static_cast<S>(k == 0 ? w : position[k]) + ToCompute(flow[w * step]);
+                    out[w * 3 + k] = FromCompute<T>(S(2) * (loc / scale - S(0.5)));
                 }
+            }
         }
     }
 }
 
-// flowGrad of planes [d0, d0 + planes) from the chunk's gridGrad, through VoxelMorph's
-// normalization as autograd differentiates it: (2 * gridGrad) / (size - 1).
+// flowGrad of a chunk from its gridGrad, through VoxelMorph's normalization as autograd
+// differentiates it: (2 * gridGrad) / (size - 1).
 template <typename T>
-void WriteFlowGrad(const T* grid_grad, const Chunking& c, int64_t n, int64_t d0, int64_t planes, const View5& flow_grad) {
+void WriteFlowGrad(const T* grid_grad, const Chunking& c, int64_t n, const Chunk& chunk, const View5& flow_grad) {
     using S = ComputeType<T>;
-    const int64_t rows = planes * c.out_h;
     const int64_t sizes[3] = {c.out_w, c.out_h, c.out_d};
 #pragma omp parallel for schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
-        const int64_t d = d0 + row / c.out_h, h = row % c.out_h;
+    for (int64_t row = 0; row < chunk.Rows(); ++row) {
+        const int64_t d = chunk.d0 + row / chunk.rows, h = chunk.h0 + row % chunk.rows;
         const T* from = grid_grad + row * c.out_w * 3;
         for (int k = 0; k < 3; ++k) {
             T* to = const_cast<T*>(At<T>(flow_grad, n, 2 - k, d, h, 0));
@@ -134,34 +182,30 @@ void WriteFlowGrad(const T* grid_grad, const Chunking& c, int64_t n, int64_t d0,
     }
 }
 
-// thetaGrad's terms of planes [d0, d0 + planes): gridGrad x (x, y, z, 1), summed in double
-// per row in parallel (12 sums a row), then the rows in order into `sum`: the same order
-// for any thread count.
+// thetaGrad's terms of a chunk: gridGrad x (x, y, z, 1), summed in double per row in
+// parallel (6 sums a row: by x and plain, per component), then the rows in order into `sum`:
+// the same order for any thread count.
 template <typename T>
-void AddThetaGrad(const T* grid_grad, const SamplerOptions& options, const Chunking& c, int64_t d0, int64_t planes,
+void AddThetaGrad(const T* grid_grad, const BaseCoordinates& base, const Chunking& c, const Chunk& chunk,
                   double* partials, double sum[12]) {
-    using S = ComputeType<T>;
-    const int64_t rows = planes * c.out_h;
+    const int64_t rows = chunk.Rows();
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
         const T* from = grid_grad + row * c.out_w * 3;
         double by_x[3] = {0, 0, 0}, plain[3] = {0, 0, 0};
-        for (int64_t w = 0; w < c.out_w; ++w) {
-            const double x = BaseCoordinate<S>(w, c.out_w, options.align_corners);
+        for (int64_t w = 0; w < c.out_w; ++w)
             for (int k = 0; k < 3; ++k) {
                 const double g = ToCompute(from[w * 3 + k]);
-                by_x[k] += g * x;
+                by_x[k] += g * base.x[w];
                 plain[k] += g;
             }
-        }
         for (int k = 0; k < 3; ++k) {
             partials[row * 6 + k] = by_x[k];
             partials[row * 6 + 3 + k] = plain[k];
         }
     }
     for (int64_t row = 0; row < rows; ++row) {
-        const double y = BaseCoordinate<S>(row % c.out_h, c.out_h, options.align_corners);
-        const double z = BaseCoordinate<S>(d0 + row / c.out_h, c.out_d, options.align_corners);
+        const double y = base.y[chunk.h0 + row % chunk.rows], z = base.z[chunk.d0 + row / chunk.rows];
         for (int k = 0; k < 3; ++k) {
             const double plain = partials[row * 6 + 3 + k];
             sum[k * 4 + 0] += partials[row * 6 + k];
@@ -172,43 +216,46 @@ void AddThetaGrad(const T* grid_grad, const SamplerOptions& options, const Chunk
     }
 }
 
-ForwardArgs ChunkForwardArgs(const WarpForwardArgs& args, const Chunking& c, void* grid, int64_t n, int64_t d0,
-                             int64_t planes) {
+ForwardArgs ChunkForwardArgs(const WarpForwardArgs& args, const Chunking& c, void* grid, int64_t n, const Chunk& chunk) {
     const size_t bytes = ElementBytes(args.type);
     ForwardArgs f;
     f.type = args.type;
     f.options = args.options;
-    f.input = Slice(args.input, bytes, n, 0, args.input.size[2]);
-    f.grid = ChunkGrid(grid, c, planes);
-    f.out = Slice(args.out, bytes, n, d0, planes);
+    f.input = Item(args.input, bytes, n);
+    f.grid = ChunkGrid(grid, c, chunk);
+    f.out = ChunkOf(args.out, bytes, n, chunk);
     return f;
 }
 
 BackwardArgs ChunkBackwardArgs(const WarpBackwardArgs& args, const Chunking& c, void* grid, void* grid_grad, int64_t n,
-                               int64_t chunk) {
+                               int64_t k) {
     const size_t bytes = ElementBytes(args.type);
-    const int64_t d0 = chunk * c.chunk_planes, planes = std::min(c.chunk_planes, c.out_d - d0);
+    const Chunk chunk = ChunkAt(c, k);
     BackwardArgs b;
     b.type = args.type;
     b.options = args.options;
-    b.grad_output = Slice(args.grad_output, bytes, n, d0, planes);
-    b.input = Slice(args.input, bytes, n, 0, args.input.size[2]);
-    b.input_grad = Slice(args.input_grad, bytes, n, 0, args.input.size[2]);
-    b.grid = ChunkGrid(grid, c, planes);
-    b.grid_grad = ChunkGrid(grid_grad, c, planes);
+    b.grad_output = ChunkOf(args.grad_output, bytes, n, chunk);
+    b.input = Item(args.input, bytes, n);
+    b.input_grad = Item(args.input_grad, bytes, n);
+    b.grid = ChunkGrid(grid, c, chunk);
+    b.grid_grad = ChunkGrid(grid_grad, c, chunk);
     b.compute_input_grad = args.compute_input_grad;
     b.compute_grid_grad = args.compute_parameters_grad;
-    b.first_chunk = chunk == 0;
-    b.last_chunk = chunk == c.chunks - 1;
+    b.first_chunk = k == 0;
+    b.last_chunk = k == c.chunks - 1;
+    b.scan_any_span = true;
     return b;
 }
 
-int64_t ChunkPlanes(const Chunking& c, int64_t chunk) {
-    return std::max<int64_t>(0, std::min(c.chunk_planes, c.out_d - chunk * c.chunk_planes));
+// Which of the plan's backward plans serves chunk k: partial along H (1) and along D (2).
+int ChunkShape(const Chunking& c, int64_t k) {
+    return (k / c.d_chunks == c.h_chunks - 1 ? 1 : 0) + (k % c.d_chunks == c.d_chunks - 1 ? 2 : 0);
 }
 
+size_t BaseBytes(const Chunking& c) { return Align(static_cast<size_t>(c.out_w + c.out_h + c.out_d) * sizeof(double)); }
+
 size_t ChunkGridBytes(const Chunking& c, ElementType type) {
-    return Align(static_cast<size_t>(c.chunk_planes * c.out_h * c.out_w * 3) * ElementBytes(type));
+    return Align(static_cast<size_t>(c.chunk_planes * c.chunk_rows * c.out_w * 3) * ElementBytes(type));
 }
 
 }  // namespace
@@ -216,10 +263,10 @@ size_t ChunkGridBytes(const Chunking& c, ElementType type) {
 WarpPlan PlanWarpForward(const WarpForwardArgs& args) {
     const Chunking c = ChunkingOf(args.out);
     WarpPlan plan;
-    plan.chunk_planes = c.chunk_planes;
     plan.chunks = c.chunks;
-    plan.forward = PlanForward(ChunkForwardArgs(args, c, nullptr, 0, 0, ChunkPlanes(c, 0)));
-    plan.grid_offset = Align(plan.forward.workspace_bytes);
+    plan.forward = PlanForward(ChunkForwardArgs(args, c, nullptr, 0, ChunkAt(c, 0)));
+    plan.base_offset = Align(plan.forward.workspace_bytes);
+    plan.grid_offset = plan.base_offset + BaseBytes(c);
     plan.bytes = plan.grid_offset + ChunkGridBytes(c, args.type);
     return plan;
 }
@@ -227,18 +274,25 @@ WarpPlan PlanWarpForward(const WarpForwardArgs& args) {
 WarpPlan PlanWarpBackward(const WarpBackwardArgs& args) {
     const Chunking c = ChunkingOf(args.grad_output);
     WarpPlan plan;
-    plan.chunk_planes = c.chunk_planes;
     plan.chunks = c.chunks;
-    plan.backward = PlanBackward(ChunkBackwardArgs(args, c, nullptr, nullptr, 0, 0));
-    plan.last_backward = PlanBackward(ChunkBackwardArgs(args, c, nullptr, nullptr, 0, c.chunks - 1));
-    // The first part is the largest chunk's; the accumulator, at offset 0 in both plans, is
-    // the one part that lives from chunk to chunk.
-    plan.grid_offset = Align(std::max(plan.backward.workspace.bytes, plan.last_backward.workspace.bytes));
+    // A plan per chunk shape (full, or the last along H, D or both); the kernels' part of the
+    // workspace is the largest of them, and the accumulator, at offset 0 in each, the one
+    // part that lives from chunk to chunk.
+    size_t kernel_bytes = 0;
+    for (int shape = 0; shape < 4; ++shape) {
+        const int64_t k = std::min(c.chunks - 1, (shape & 1 ? (c.h_chunks - 1) * c.d_chunks : 0) +
+                                                     (shape & 2 ? c.d_chunks - 1 : 0));
+        plan.backward[shape] = PlanBackward(ChunkBackwardArgs(args, c, nullptr, nullptr, 0, k));
+        kernel_bytes = std::max(kernel_bytes, plan.backward[shape].workspace.bytes);
+    }
+    plan.base_offset = Align(kernel_bytes);
+    plan.grid_offset = plan.base_offset + BaseBytes(c);
     const size_t grid_bytes = ChunkGridBytes(c, args.type);
     plan.grid_grad_offset = plan.grid_offset + grid_bytes;
     plan.partials_offset = plan.grid_grad_offset + (args.compute_parameters_grad ? grid_bytes : 0);
     const bool theta_grad = args.compute_parameters_grad && args.kind == WarpKind::kAffine;
-    plan.bytes = plan.partials_offset + (theta_grad ? Align(static_cast<size_t>(c.chunk_planes * c.out_h) * 6 * sizeof(double)) : 0);
+    const auto chunk_rows = static_cast<size_t>(c.chunk_planes * c.chunk_rows);
+    plan.bytes = plan.partials_offset + (theta_grad ? Align(chunk_rows * 6 * sizeof(double)) : 0);
     return plan;
 }
 
@@ -248,12 +302,14 @@ void RunWarpForward(const WarpForwardArgs& args, const WarpPlan& plan, void* wor
     DispatchElement(args.type, [&](auto element) {
         using T = decltype(element);
         T* grid = reinterpret_cast<T*>(base + plan.grid_offset);
+        const BaseCoordinates coordinates = FillBaseCoordinates<ComputeType<T>>(
+            c, args.options.align_corners, reinterpret_cast<double*>(base + plan.base_offset));
         for (int64_t n = 0; n < c.batch; ++n)
-            for (int64_t chunk = 0; chunk < c.chunks; ++chunk) {
-                const int64_t d0 = chunk * c.chunk_planes, planes = ChunkPlanes(c, chunk);
-                FillChunkGrid<T>(args.kind, args.parameters, args.options, c, n, d0, planes, grid);
-                ForwardArgs f = ChunkForwardArgs(args, c, grid, n, d0, planes);
-                f.input_copied = chunk > 0;  // the item's channels-last copy, made by its first chunk
+            for (int64_t k = 0; k < c.chunks; ++k) {
+                const Chunk chunk = ChunkAt(c, k);
+                FillChunkGrid<T>(args.kind, args.parameters, coordinates, c, n, chunk, grid);
+                ForwardArgs f = ChunkForwardArgs(args, c, grid, n, chunk);
+                f.input_copied = k > 0;  // the item's channels-last copy, made by its first chunk
                 RunForward(f, plan.forward, workspace);
             }
     });
@@ -268,19 +324,20 @@ void RunWarpBackward(const WarpBackwardArgs& args, const WarpPlan& plan, void* w
         T* grid = reinterpret_cast<T*>(base + plan.grid_offset);
         T* grid_grad = reinterpret_cast<T*>(base + plan.grid_grad_offset);
         auto* partials = reinterpret_cast<double*>(base + plan.partials_offset);
+        const BaseCoordinates coordinates = FillBaseCoordinates<ComputeType<T>>(
+            c, args.options.align_corners, reinterpret_cast<double*>(base + plan.base_offset));
         const bool theta_grad = args.compute_parameters_grad && args.kind == WarpKind::kAffine;
         for (int64_t n = 0; n < c.batch; ++n) {
             double sum[12] = {0};
-            for (int64_t chunk = 0; chunk < c.chunks; ++chunk) {
-                const int64_t d0 = chunk * c.chunk_planes, planes = ChunkPlanes(c, chunk);
-                FillChunkGrid<T>(args.kind, args.parameters, args.options, c, n, d0, planes, grid);
-                const BackwardArgs b = ChunkBackwardArgs(args, c, grid, grid_grad, n, chunk);
-                RunBackward(b, chunk == c.chunks - 1 ? plan.last_backward : plan.backward, workspace);
+            for (int64_t k = 0; k < c.chunks; ++k) {
+                const Chunk chunk = ChunkAt(c, k);
+                FillChunkGrid<T>(args.kind, args.parameters, coordinates, c, n, chunk, grid);
+                RunBackward(ChunkBackwardArgs(args, c, grid, grid_grad, n, k), plan.backward[ChunkShape(c, k)], workspace);
                 if (!args.compute_parameters_grad) continue;
                 if (theta_grad)
-                    AddThetaGrad<T>(grid_grad, args.options, c, d0, planes, partials, sum);
+                    AddThetaGrad<T>(grid_grad, coordinates, c, chunk, partials, sum);
                 else
-                    WriteFlowGrad<T>(grid_grad, c, n, d0, planes, args.parameters_grad);
+                    WriteFlowGrad<T>(grid_grad, c, n, chunk, args.parameters_grad);
             }
             if (theta_grad)
                 for (int k = 0; k < 12; ++k)

@@ -44,18 +44,19 @@ struct WarpBackwardArgs {
     bool compute_parameters_grad = true;
 };
 
-// Output planes per chunk: about this many points, at least one plane.
+// Points per chunk, about (at least one row of the output).
 constexpr int64_t kWarpChunkPoints = int64_t{1} << 16;
 
 // Made once (GetWorkspaceSize) from the shapes; the workspace is the kernels' part first
-// (its accumulator, if any, at offset 0, so that it persists from chunk to chunk), then the
-// chunk's coordinates, their gradient and, for theta, the per-row partial sums.
+// (its accumulator, if any, at offset 0, so that it persists from chunk to chunk), then
+// F.affine_grid's base coordinates of each axis, the chunk's coordinates, their gradient
+// and, for theta, the per-row partial sums.
 struct WarpPlan {
-    int64_t chunk_planes = 1;
-    int64_t chunks = 1;  // per batch item
-    ForwardPlan forward;                   // a chunk's forward (every chunk: the same plan)
-    BackwardPlan backward, last_backward;  // a full chunk's backward, and the last chunk's
-    size_t grid_offset = 0, grid_grad_offset = 0, partials_offset = 0;
+    int64_t chunks = 1;   // per batch item
+    ForwardPlan forward;  // a chunk's forward (every chunk: the same plan)
+    // A chunk's backward by its shape: full (0), the last along H (1), along D (2), both (3).
+    BackwardPlan backward[4];
+    size_t base_offset = 0, grid_offset = 0, grid_grad_offset = 0, partials_offset = 0;
     size_t bytes = 0;
 };
 
