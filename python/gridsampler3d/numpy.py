@@ -1,4 +1,4 @@
-"""grid_sample and its backward for NumPy arrays (float16, float32, float64).
+"""grid_sample, the fused warps and their backward for NumPy arrays (float16, float32, float64).
 
 Arrays with non-negative strides that are whole elements are passed without a copy; others
 (negative strides, unaligned or byte-swapped data) are copied first. Outputs follow the
@@ -8,7 +8,8 @@ import numpy as np
 
 from . import _arguments, _runtime
 
-__all__ = ["grid_sample", "grid_sample_backward"]
+__all__ = ["grid_sample", "grid_sample_backward", "affine_warp", "affine_warp_backward", "displacement_warp",
+           "displacement_warp_backward"]
 
 
 def _array(value):
@@ -59,3 +60,59 @@ def grid_sample_backward(grad_output, input, grid, mode="bilinear", padding_mode
                       _view(grid_grad) if want_grid else _runtime.view_without_data(grid.shape, grid.dtype.name),
                       interpolation, padding, bool(align_corners), (want_input, want_grid))
     return input_grad, grid_grad
+
+
+def _warp(kind, input, parameters, out_shape, mode, padding_mode, align_corners):
+    interpolation, padding = _arguments.interpolation_code(mode), _arguments.padding_code(padding_mode)
+    output = _empty_like_layout(out_shape, input)
+    _runtime.warp_forward(kind, _view(input), _view(parameters), _view(output), interpolation, padding,
+                          bool(align_corners))
+    return output
+
+
+def _warp_backward(kind, grad_output, input, parameters, mode, padding_mode, align_corners, output_mask):
+    interpolation, padding = _arguments.interpolation_code(mode), _arguments.padding_code(padding_mode)
+    want_input, want_parameters = (bool(m) for m in output_mask)
+    input_grad = _empty_like_layout(input.shape, input) if want_input else None
+    parameters_grad = np.empty(parameters.shape, dtype=parameters.dtype) if want_parameters else None
+    _runtime.warp_backward(
+        kind, _view(grad_output), _view(input), _view(parameters),
+        _view(input_grad) if want_input else _runtime.view_without_data(input.shape, input.dtype.name),
+        _view(parameters_grad) if want_parameters else _runtime.view_without_data(parameters.shape,
+                                                                                    parameters.dtype.name),
+        interpolation, padding, bool(align_corners), (want_input, want_parameters))
+    return input_grad, parameters_grad
+
+
+def affine_warp(input, theta, size=None, mode="bilinear", padding_mode="zeros", align_corners=False):
+    """The values of gridsampler3d.affine_warp: grid_sample at F.affine_grid(theta, size)'s
+    coordinates, never building them; theta (N, 3, 4), size (N, C, D_out, H_out, W_out) (the
+    input's shape when None)."""
+    input, theta = _array(input), _array(theta)
+    out_shape = _arguments.affine_output_shape(input.shape, theta.shape, size)
+    return _warp("affine", input, theta, out_shape, mode, padding_mode, align_corners)
+
+
+def affine_warp_backward(grad_output, input, theta, mode="bilinear", padding_mode="zeros", align_corners=False,
+                         output_mask=(True, True)):
+    """(input_grad, theta_grad) of sum(affine_warp(input, theta) * grad_output); the output
+    size is grad_output's. A gradient that output_mask leaves out is returned as None."""
+    grad_output, input, theta = _array(grad_output), _array(input), _array(theta)
+    _arguments.affine_output_shape(input.shape, theta.shape, grad_output.shape)  # the shape checks
+    return _warp_backward("affine", grad_output, input, theta, mode, padding_mode, align_corners, output_mask)
+
+
+def displacement_warp(input, flow, mode="bilinear", padding_mode="zeros"):
+    """The values of gridsampler3d.displacement_warp (VoxelMorph's SpatialTransformer): flow
+    (N, 3, D_out, H_out, W_out) in voxels along (D, H, W)."""
+    input, flow = _array(input), _array(flow)
+    out_shape = _arguments.displacement_output_shape(input.shape, flow.shape)
+    return _warp("displacement", input, flow, out_shape, mode, padding_mode, True)
+
+
+def displacement_warp_backward(grad_output, input, flow, mode="bilinear", padding_mode="zeros",
+                               output_mask=(True, True)):
+    """(input_grad, flow_grad) of sum(displacement_warp(input, flow) * grad_output)."""
+    grad_output, input, flow = _array(grad_output), _array(input), _array(flow)
+    _arguments.displacement_output_shape(input.shape, flow.shape)
+    return _warp_backward("displacement", grad_output, input, flow, mode, padding_mode, True, output_mask)

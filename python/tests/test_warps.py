@@ -204,3 +204,25 @@ def test_bad_arguments_are_refused_with_a_message():
         gridsampler3d.displacement_warp(x, torch.zeros(1, 2, 4, 4, 4))
     with pytest.raises(gridsampler3d.GridSamplerError, match="dtype"):
         gridsampler3d.affine_warp(x, torch.eye(3, 4, dtype=torch.float64)[None])
+
+
+@pytest.mark.parametrize("kind", ["affine", "displacement"])
+def test_numpy_counterparts_equal_the_torch_calls(kind):
+    import numpy as np
+    from gridsampler3d import numpy as gnp
+    inp, parameters, grad = make_case(7, kind, torch.float32, 2, False)
+    x, w = inp.clone().requires_grad_(), parameters.clone().requires_grad_()
+    if kind == "affine":
+        out = gridsampler3d.affine_warp(x, w, (2, 2) + OUT, "bilinear", "border", True)
+        out_np = gnp.affine_warp(inp.numpy(), parameters.numpy(), (2, 2) + OUT, "bilinear", "border", True)
+        grads_np = gnp.affine_warp_backward(grad.numpy(), inp.numpy(), parameters.numpy(), "bilinear", "border", True)
+        none_np = gnp.affine_warp_backward(grad.numpy(), inp.numpy(), parameters.numpy(), output_mask=(False, True))
+    else:
+        out = gridsampler3d.displacement_warp(x, w, "bilinear", "border")
+        out_np = gnp.displacement_warp(inp.numpy(), parameters.numpy(), "bilinear", "border")
+        grads_np = gnp.displacement_warp_backward(grad.numpy(), inp.numpy(), parameters.numpy(), "bilinear", "border")
+        none_np = gnp.displacement_warp_backward(grad.numpy(), inp.numpy(), parameters.numpy(), output_mask=(False, True))
+    grads = torch.autograd.grad(out, (x, w), grad)
+    assert np.array_equal(out_np, out.detach().numpy())
+    assert all(np.array_equal(a, b.numpy()) for a, b in zip(grads_np, grads))
+    assert none_np[0] is None and none_np[1].shape == parameters.shape
