@@ -1,0 +1,305 @@
+// The fused warps' C API (include/gridsampler3d/warp3d.h) against the double reference
+// sampler at coordinates computed here (F.affine_grid's base times theta; VoxelMorph's
+// normalization of position + flow), thetaGrad and flowGrad against central finite
+// differences of the library's own fp64 forward, and the argument checks (status, message,
+// outputs untouched on refusal). Outputs of (20, 7, 1000) points: several chunks of the
+// library's workspace (65536 points each), so the sums across chunks are checked too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "acl/acl.h"
+#include "gridsampler3d/warp3d.h"
+#include "support/op_runner.h"
+#include "support/test_tensor.h"
+
+namespace gs3d_test {
+namespace {
+
+constexpr int64_t kN = 2, kC = 2, kD = 5, kH = 6, kW = 7;     // input
+struct OutDims {
+    int64_t d, h, w;
+};
+constexpr OutDims kOut = {20, 7, 1000};  // output: 140000 points per item, in 3 chunks
+constexpr double kStep = 1e-6;                                  // finite differences
+
+// F.affine_grid's base coordinate i of `steps` (linspace(-1, 1), times (steps - 1) / steps
+// without aligned corners), in double.
+double Base(int64_t i, int64_t steps, bool align) {
+    if (steps <= 1) return 0;
+    const double v = -1 + 2.0 * static_cast<double>(i) / static_cast<double>(steps - 1);
+    return align ? v : v * static_cast<double>(steps - 1) / static_cast<double>(steps);
+}
+
+Array5 AffineGrid(const std::vector<double>& theta, bool align, OutDims out = kOut) {
+    const int64_t kOutD = out.d, kOutH = out.h, kOutW = out.w;
+    Array5 grid(kN, kOutD, kOutH, kOutW, 3);
+    for (int64_t n = 0; n < kN; ++n)
+        for (int64_t d = 0; d < kOutD; ++d)
+            for (int64_t h = 0; h < kOutH; ++h)
+                for (int64_t w = 0; w < kOutW; ++w) {
+                    const double b[4] = {Base(w, kOutW, align), Base(h, kOutH, align), Base(d, kOutD, align), 1};
+                    for (int c = 0; c < 3; ++c) {
+                        double v = 0;
+                        for (int k = 0; k < 4; ++k) v += theta[n * 12 + c * 4 + k] * b[k];
+                        grid.at(n, d, h, w, c) = v;
+                    }
+                }
+    return grid;
+}
+
+Array5 FlowGrid(const Array5& flow) {  // flow (N, 3, D, H, W) in voxels along (D, H, W)
+    const int64_t kOutD = kOut.d, kOutH = kOut.h, kOutW = kOut.w;
+    Array5 grid(kN, kOutD, kOutH, kOutW, 3);
+    const int64_t sizes[3] = {kOutW, kOutH, kOutD};
+    for (int64_t n = 0; n < kN; ++n)
+        for (int64_t d = 0; d < kOutD; ++d)
+            for (int64_t h = 0; h < kOutH; ++h)
+                for (int64_t w = 0; w < kOutW; ++w) {
+                    const int64_t position[3] = {w, h, d};
+                    for (int c = 0; c < 3; ++c)
+                        grid.at(n, d, h, w, c) =
+                            2 * ((position[c] + flow.at(n, 2 - c, d, h, w)) / static_cast<double>(sizes[c] - 1) - 0.5);
+                }
+    return grid;
+}
+
+// Both phases of a warp on the test stream; the first failed status.
+template <typename Size, typename Launch, typename... Args>
+aclnnStatus RunPhases(Size size, Launch launch, Args... args) {
+    uint64_t bytes = 0;
+    aclOpExecutor* executor = nullptr;
+    aclnnStatus status = size(args..., &bytes, &executor);
+    if (status != ACLNN_SUCCESS) return status;
+    void* workspace = nullptr;
+    if (bytes && aclrtMalloc(&workspace, bytes, ACL_MEM_MALLOC_NORMAL_ONLY) != ACL_SUCCESS) return -1;
+    status = launch(workspace, bytes, executor, TestStream());
+    if (status == ACLNN_SUCCESS) status = aclrtSynchronizeStream(TestStream());
+    if (workspace) aclrtFree(workspace);
+    return status;
+}
+
+// A small theta: near the identity, so most points land inside and some outside.
+std::vector<double> RandomTheta(std::mt19937& rng) {
+    std::normal_distribution<double> noise(0, 0.2);
+    std::vector<double> theta(kN * 12);
+    for (int64_t i = 0; i < kN * 12; ++i) theta[i] = (i % 12 == i % 12 / 4 * 5 ? 1.1 : 0) + noise(rng);
+    return theta;
+}
+
+Array5 RandomFlow(std::mt19937& rng) {
+    std::normal_distribution<double> voxels(0, 1.5);
+    Array5 flow(kN, 3, kOut.d, kOut.h, kOut.w);
+    for (double& v : flow.values) v = voxels(rng);
+    return flow;
+}
+
+// The warp's output, inputGrad and parameters' gradient in fp64 for the given parameters.
+void RunWarp(bool affine, const RefOptions& o, const Array5& input_values, const std::vector<double>& theta,
+         const Array5& flow, const Array5& grad_values, Array5* out_values, Array5* input_grad_values,
+         std::vector<double>* parameters_grad_values, OutDims dims = kOut) {
+    const int64_t kOutD = dims.d, kOutH = dims.h, kOutW = dims.w;
+    TestTensor input(VolumeDims(kN, kC, kD, kH, kW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+    TestTensor grad(VolumeDims(kN, kC, kOutD, kOutH, kOutW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+    TestTensor out(VolumeDims(kN, kC, kOutD, kOutH, kOutW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+    TestTensor input_grad(VolumeDims(kN, kC, kD, kH, kW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+    StoreVolume(input_values, false, &input);
+    StoreVolume(grad_values, false, &grad);
+    if (affine) {
+        TestTensor parameters({kN, 3, 4}, ACL_DOUBLE), parameters_grad({kN, 3, 4}, ACL_DOUBLE);
+        for (int64_t i = 0; i < kN * 12; ++i) parameters.Set(i, theta[i]);
+        ASSERT_EQ(RunPhases(gs3dAffineWarp3DGetWorkspaceSize, gs3dAffineWarp3D, input.get(), parameters.get(),
+                      int64_t{o.interpolation}, int64_t{o.padding}, o.align_corners, out.get()),
+                  ACLNN_SUCCESS)
+            << aclGetRecentErrMsg();
+        ASSERT_EQ(RunPhases(gs3dAffineWarp3DBackwardGetWorkspaceSize, gs3dAffineWarp3DBackward, grad.get(), input.get(),
+                      parameters.get(), int64_t{o.interpolation}, int64_t{o.padding}, o.align_corners,
+                      static_cast<const aclBoolArray*>(nullptr), input_grad.get(), parameters_grad.get()),
+                  ACLNN_SUCCESS)
+            << aclGetRecentErrMsg();
+        parameters_grad_values->resize(kN * 12);
+        for (int64_t i = 0; i < kN * 12; ++i) (*parameters_grad_values)[i] = parameters_grad.Get(i);
+    } else {
+        TestTensor parameters(VolumeDims(kN, 3, kOutD, kOutH, kOutW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+        TestTensor parameters_grad(VolumeDims(kN, 3, kOutD, kOutH, kOutW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+        StoreVolume(flow, false, &parameters);
+        ASSERT_EQ(RunPhases(gs3dDisplacementWarp3DGetWorkspaceSize, gs3dDisplacementWarp3D, input.get(), parameters.get(),
+                      int64_t{o.interpolation}, int64_t{o.padding}, out.get()),
+                  ACLNN_SUCCESS)
+            << aclGetRecentErrMsg();
+        ASSERT_EQ(RunPhases(gs3dDisplacementWarp3DBackwardGetWorkspaceSize, gs3dDisplacementWarp3DBackward, grad.get(),
+                      input.get(), parameters.get(), int64_t{o.interpolation}, int64_t{o.padding},
+                      static_cast<const aclBoolArray*>(nullptr), input_grad.get(), parameters_grad.get()),
+                  ACLNN_SUCCESS)
+            << aclGetRecentErrMsg();
+        *parameters_grad_values = LoadVolume(parameters_grad, false).values;
+    }
+    *out_values = LoadVolume(out, false);
+    *input_grad_values = LoadVolume(input_grad, false);
+}
+
+class Warp3D : public ::testing::TestWithParam<std::tuple<int, int, bool, bool>> {
+ protected:
+    bool Affine() const { return std::get<3>(GetParam()); }
+    bool Align() const { return Affine() ? std::get<2>(GetParam()) : true; }
+    RefOptions Options() const { return {std::get<0>(GetParam()), std::get<1>(GetParam()), Align()}; }
+};
+
+TEST_P(Warp3D, MatchesTheReferenceAtTheWarpsCoordinates) {
+    std::mt19937 rng(17);
+    const RefOptions o = {std::get<0>(GetParam()), std::get<1>(GetParam()), Align()};
+    const int64_t kOutD = kOut.d, kOutH = kOut.h, kOutW = kOut.w;
+    const Array5 input = RandomArray(rng, kN, kC, kD, kH, kW);
+    const Array5 grad = RandomArray(rng, kN, kC, kOutD, kOutH, kOutW);
+    const std::vector<double> theta = RandomTheta(rng);
+    const Array5 flow = RandomFlow(rng);
+    const Array5 grid = Affine() ? AffineGrid(theta, Align()) : FlowGrid(flow);
+    Array5 out, input_grad, input_grad_reference, grid_grad;
+    std::vector<double> parameters_grad;
+    RunWarp(Affine(), o, input, theta, flow, grad, &out, &input_grad, &parameters_grad);
+    ReferenceBackward(grad, input, grid, o, &input_grad_reference, &grid_grad);
+    EXPECT_EQ(CompareArrays(out, ReferenceForward(input, grid, o), ACL_DOUBLE), "") << "out";
+    EXPECT_EQ(CompareArrays(input_grad, input_grad_reference, ACL_DOUBLE), "") << "inputGrad";
+    // The parameters' gradient from the reference gridGrad: times the base coordinates and
+    // summed (theta), or scaled by the normalization (flow).
+    if (Affine()) {
+        for (int64_t n = 0; n < kN; ++n)
+            for (int c = 0; c < 3; ++c)
+                for (int k = 0; k < 4; ++k) {
+                    double expected = 0, magnitude = 0;
+                    for (int64_t d = 0; d < kOutD; ++d)
+                        for (int64_t h = 0; h < kOutH; ++h)
+                            for (int64_t w = 0; w < kOutW; ++w) {
+                                const double b[4] = {Base(w, kOutW, Align()), Base(h, kOutH, Align()),
+                                                     Base(d, kOutD, Align()), 1};
+                                expected += grid_grad.at(n, d, h, w, c) * b[k];
+                                magnitude += std::fabs(grid_grad.at(n, d, h, w, c) * b[k]);
+                            }
+                    // Sums of 140000 terms in other orders: 64 ulps of the terms' magnitude.
+                    EXPECT_NEAR(parameters_grad[n * 12 + c * 4 + k], expected, 64 * 0x1p-52 * magnitude + 1e-300)
+                        << "thetaGrad[" << n << "][" << c << "][" << k << "]";
+                }
+    } else {
+        Array5 expected(kN, 3, kOutD, kOutH, kOutW);
+        const int64_t sizes[3] = {kOutW, kOutH, kOutD};
+        for (int64_t i = 0; i < grid_grad.Count(); ++i) {
+            const int c = static_cast<int>(i % 3);
+            const int64_t point = i / 3, w = point % kOutW, h = point / kOutW % kOutH, d = point / (kOutW * kOutH) % kOutD,
+                          n = point / (kOutW * kOutH * kOutD);
+            expected.at(n, 2 - c, d, h, w) = 2 * grid_grad.values[i] / static_cast<double>(sizes[c] - 1);
+        }
+        Array5 actual(kN, 3, kOutD, kOutH, kOutW);
+        actual.values = parameters_grad;
+        EXPECT_EQ(CompareArrays(actual, expected, ACL_DOUBLE), "") << "flowGrad";
+    }
+}
+
+// thetaGrad against central differences of the library's fp64 forward, bilinear only (the
+// nearest sample is piecewise constant in theta), on a small output whose every coordinate
+// lies away from the kinks (integer source indices, clip and reflection boundaries) by
+// far more than a step moves it: theta drawn until that holds.
+class Warp3DThetaGrad : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(Warp3DThetaGrad, IsTheDerivative) {
+    const RefOptions o = {0, std::get<0>(GetParam()), std::get<1>(GetParam())};
+    constexpr OutDims kSmall = {3, 4, 5};
+    std::mt19937 rng(23);
+    const Array5 input = RandomArray(rng, kN, kC, kD, kH, kW);
+    const Array5 grad = RandomArray(rng, kN, kC, kSmall.d, kSmall.h, kSmall.w);
+    const int64_t sizes[3] = {kW, kH, kD};
+    auto smooth = [&](const std::vector<double>& theta) {
+        const Array5 grid = AffineGrid(theta, o.align_corners, kSmall);
+        for (int64_t i = 0; i < grid.Count(); ++i) {
+            const double g = grid.values[i];
+            const int64_t size = sizes[i % 3];
+            const AxisIndex lo = ReferenceSourceIndex(g - 1e-4, size, o), mid = ReferenceSourceIndex(g, size, o),
+                            hi = ReferenceSourceIndex(g + 1e-4, size, o);
+            if (std::floor(lo.index) != std::floor(hi.index) || lo.derivative != mid.derivative ||
+                hi.derivative != mid.derivative)
+                return false;
+        }
+        return true;
+    };
+    std::vector<double> theta = RandomTheta(rng);
+    while (!smooth(theta)) theta = RandomTheta(rng);
+    Array5 out, input_grad;
+    std::vector<double> theta_grad, unused;
+    RunWarp(true, o, input, theta, Array5(), grad, &out, &input_grad, &theta_grad, kSmall);
+    auto loss = [&](const std::vector<double>& t) {
+        Array5 o_values, ig;
+        RunWarp(true, o, input, t, Array5(), grad, &o_values, &ig, &unused, kSmall);
+        double sum = 0;
+        for (int64_t i = 0; i < o_values.Count(); ++i) sum += o_values.values[i] * grad.values[i];
+        return sum;
+    };
+    for (int64_t i = 0; i < kN * 12; ++i) {
+        std::vector<double> up = theta, down = theta;
+        up[i] += kStep;
+        down[i] -= kStep;
+        const double difference = (loss(up) - loss(down)) / (2 * kStep);
+        // Central differences of a smooth function: O(step^2) plus rounding of sums of 60
+        // terms of magnitude 16 over a step of 1e-6, far below 1e-6.
+        EXPECT_NEAR(theta_grad[i], difference, 1e-6 * std::max(1.0, std::fabs(difference))) << "theta[" << i << "]";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(ModesPaddingsAlignmentKinds, Warp3D,
+                         ::testing::Combine(::testing::Values(0, 1), ::testing::Values(0, 1, 2), ::testing::Bool(),
+                                            ::testing::Bool()));
+INSTANTIATE_TEST_SUITE_P(PaddingsAlignment, Warp3DThetaGrad,
+                         ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Bool()));
+
+// A refusal returns the status, names the argument, and leaves the outputs untouched.
+TEST(Warp3DChecks, RefusalsNameTheArgumentAndWriteNothing) {
+    TestTensor input(VolumeDims(1, 1, 4, 4, 4, false), ACL_FLOAT, ACL_FORMAT_NCDHW);
+    TestTensor out(VolumeDims(1, 1, 3, 3, 3, false), ACL_FLOAT, ACL_FORMAT_NCDHW);
+    TestTensor theta({1, 3, 4}, ACL_FLOAT), bad_theta({1, 3, 3}, ACL_FLOAT), double_theta({1, 3, 4}, ACL_DOUBLE);
+    TestTensor flow(VolumeDims(1, 3, 3, 3, 3, false), ACL_FLOAT, ACL_FORMAT_NCDHW);
+    TestTensor thin_flow(VolumeDims(1, 3, 1, 3, 3, false), ACL_FLOAT, ACL_FORMAT_NCDHW);
+    TestTensor thin_out(VolumeDims(1, 1, 1, 3, 3, false), ACL_FLOAT, ACL_FORMAT_NCDHW);
+    out.Fill(7);
+    thin_out.Fill(7);
+    uint64_t bytes = 0;
+    aclOpExecutor* executor = nullptr;
+    auto refused = [&](aclnnStatus status, aclnnStatus expected, const std::string& words) {
+        EXPECT_EQ(status, expected);
+        EXPECT_NE(std::string(aclGetRecentErrMsg()).find(words), std::string::npos) << aclGetRecentErrMsg();
+    };
+    refused(gs3dAffineWarp3DGetWorkspaceSize(input.get(), nullptr, 0, 0, false, out.get(), &bytes, &executor),
+            ACLNN_ERR_PARAM_NULLPTR, "theta");
+    refused(gs3dAffineWarp3DGetWorkspaceSize(input.get(), bad_theta.get(), 0, 0, false, out.get(), &bytes, &executor),
+            ACLNN_ERR_PARAM_INVALID, "theta has shape");
+    refused(gs3dAffineWarp3DGetWorkspaceSize(input.get(), double_theta.get(), 0, 0, false, out.get(), &bytes, &executor),
+            ACLNN_ERR_PARAM_INVALID, "dtype");
+    refused(gs3dAffineWarp3DGetWorkspaceSize(input.get(), theta.get(), 2, 0, false, out.get(), &bytes, &executor),
+            ACLNN_ERR_PARAM_INVALID, "interpolationMode");
+    refused(gs3dAffineWarp3DGetWorkspaceSize(input.get(), theta.get(), 0, 0, false, input.get(), &bytes, &executor),
+            ACLNN_ERR_PARAM_INVALID, "overlaps");
+    refused(gs3dDisplacementWarp3DGetWorkspaceSize(input.get(), thin_flow.get(), 0, 0, thin_out.get(), &bytes, &executor),
+            ACLNN_ERR_PARAM_INVALID, "at least 2");
+    refused(gs3dDisplacementWarp3DGetWorkspaceSize(input.get(), flow.get(), 0, 0, thin_out.get(), &bytes, &executor),
+            ACLNN_ERR_PARAM_INVALID, "flow has shape");
+    TestTensor grad(VolumeDims(1, 1, 3, 3, 3, false), ACL_FLOAT, ACL_FORMAT_NCDHW);
+    TestTensor input_grad(VolumeDims(1, 1, 4, 4, 4, false), ACL_FLOAT, ACL_FORMAT_NCDHW), theta_grad({1, 3, 4}, ACL_FLOAT);
+    input_grad.Fill(7);
+    theta_grad.Fill(7);
+    const bool three[3] = {true, true, true};
+    aclBoolArray* mask = aclCreateBoolArray(three, 3);
+    refused(gs3dAffineWarp3DBackwardGetWorkspaceSize(grad.get(), input.get(), theta.get(), 0, 0, false, mask,
+                                                     input_grad.get(), theta_grad.get(), &bytes, &executor),
+            ACLNN_ERR_PARAM_INVALID, "outputMask");
+    aclDestroyBoolArray(mask);
+    refused(gs3dAffineWarp3DBackwardGetWorkspaceSize(grad.get(), input.get(), theta.get(), 0, 0, false, nullptr,
+                                                     input_grad.get(), bad_theta.get(), &bytes, &executor),
+            ACLNN_ERR_PARAM_INVALID, "thetaGrad");
+    for (int64_t i = 0; i < out.count(); ++i) EXPECT_EQ(out.Get(i), 7);
+    for (int64_t i = 0; i < thin_out.count(); ++i) EXPECT_EQ(thin_out.Get(i), 7);
+    for (int64_t i = 0; i < input_grad.count(); ++i) EXPECT_EQ(input_grad.Get(i), 7);
+    for (int64_t i = 0; i < theta_grad.count(); ++i) EXPECT_EQ(theta_grad.Get(i), 7);
+}
+
+}  // namespace
+}  // namespace gs3d_test
