@@ -1,5 +1,6 @@
-// libFuzzer target: arbitrary calls of aclnnGridSampler3D and aclnnGridSampler3DBackward built
-// from the fuzz bytes. Shapes of 0 to 3 per dim (channels now and then up to 11; ranks 4 to 6
+// libFuzzer target: arbitrary calls of aclnnGridSampler3D and aclnnGridSampler3DBackward, and
+// now and then of the fused warps (gs3dAffineWarp3D*, gs3dDisplacementWarp3D*: theta or flow
+// in the grid's place), built from the fuzz bytes. Shapes of 0 to 3 per dim (channels now and then up to 11; ranks 4 to 6
 // now and then), every dtype code
 // (supported, unsupported, unknown), formats, strides (contiguous, gapped, 0, overlapping,
 // reaching outside the storage), offsets, modes and paddings out of range, null tensors and
@@ -10,7 +11,8 @@
 // a message, leaving every output byte as it was. A success must leave the storage outside
 // each output view untouched and, where every value is an exact "regular" one (k / 64 for
 // data, k / 128 for grids: exact in every dtype, index math exact), agree with the
-// independent double reference within the tests' tolerances. Storage is allocated at its
+// independent double reference within the tests' tolerances (the grid sampler's calls; the
+// warps' values are checked by warp3d_test and test_warps.py). Storage is allocated at its
 // exact size, so AddressSanitizer sees any read or write outside it.
 //
 // To see what a crash input calls: GS3D_FUZZ_VERBOSE=1 grid_sampler3d_fuzzer crash-<hash>.
@@ -27,6 +29,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "gridsampler3d/warp3d.h"
 #include "c_caller.h"
 #include "support/op_runner.h"
 #include "support/reference_grid_sampler.h"
@@ -296,6 +299,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Bytes in(data, size);
     const bool backward = in.Pick(2);
+    enum Warp { kNone, kAffine, kDisplacement };
+    const Warp warp = in.Rarely() ? static_cast<Warp>(1 + in.Pick(2)) : kNone;
     const int type = kDtypes[in.Pick(sizeof(kDtypes) / sizeof(kDtypes[0]))];
     const int format = in.Rarely() ? kFormats[in.Pick(5)] : kFormats[in.Pick(3)];
     const bool channel_last = format == ACL_FORMAT_NDHWC;
@@ -308,17 +313,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return channel_last ? std::vector<int64_t>{n, dd, hh, ww, c} : std::vector<int64_t>{n, c, dd, hh, ww};
     };
 
-    // Arguments: 0 input, 1 grid, 2 out (forward) / gradOutput (backward), 3 inputGrad, 4 gridGrad.
+    // Arguments: 0 input, 1 grid (theta, flow), 2 out (forward) / gradOutput (backward), 3 inputGrad,
+    // 4 gridGrad (thetaGrad, flowGrad).
     const int count = backward ? 5 : 3;
     FuzzTensor t[5];
-    const std::vector<int64_t> shapes[5] = {volume_dims(d, h, w), {n, od, oh, ow, 3}, volume_dims(od, oh, ow),
-                                            volume_dims(d, h, w), {n, od, oh, ow, 3}};
+    const std::vector<int64_t> flow_dims =
+        channel_last ? std::vector<int64_t>{n, od, oh, ow, 3} : std::vector<int64_t>{n, 3, od, oh, ow};
+    const std::vector<int64_t> grid_shape = warp == kAffine         ? std::vector<int64_t>{n, 3, 4}
+                                            : warp == kDisplacement ? flow_dims
+                                                                    : std::vector<int64_t>{n, od, oh, ow, 3};
+    const std::vector<int64_t> shapes[5] = {volume_dims(d, h, w), grid_shape, volume_dims(od, oh, ow),
+                                            volume_dims(d, h, w), grid_shape};
     const bool is_output[5] = {false, false, !backward, true, true};
     for (int i = 0; i < count; ++i) {
         t[i].dims = FuzzDims(in, shapes[i]);
         t[i].type = in.Rarely() ? kDtypes[in.Pick(sizeof(kDtypes) / sizeof(kDtypes[0]))] : type;
-        t[i].format = i == 1 || i == 4 ? (in.Rarely() ? kFormats[in.Pick(5)] : ACL_FORMAT_ND)
-                                       : (in.Rarely() ? kFormats[in.Pick(5)] : format);
+        const bool grid_like = (i == 1 || i == 4) && warp != kDisplacement;  // a flow is laid out as a volume
+        t[i].format = grid_like ? (in.Rarely() ? kFormats[in.Pick(5)] : ACL_FORMAT_ND)
+                                : (in.Rarely() ? kFormats[in.Pick(5)] : format);
         MakeGeometry(in, &t[i]);
         Fill(in, &t[i], is_output[i], i == 1);
         CreateHandle(in, &t[i]);
@@ -341,14 +353,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint64_t workspace_size = 0;
     aclOpExecutor* executor = nullptr;
     aclnnStatus status;
-    if (backward)
+    if (warp == kAffine && backward)
+        status = gs3dAffineWarp3DBackwardGetWorkspaceSize(handle(2), handle(0), handle(1), interpolation, padding, align,
+                                                          mask, handle(3), handle(4), &workspace_size, &executor);
+    else if (warp == kAffine)
+        status = gs3dAffineWarp3DGetWorkspaceSize(handle(0), handle(1), interpolation, padding, align, handle(2),
+                                                  &workspace_size, &executor);
+    else if (warp == kDisplacement && backward)
+        status = gs3dDisplacementWarp3DBackwardGetWorkspaceSize(handle(2), handle(0), handle(1), interpolation, padding,
+                                                                mask, handle(3), handle(4), &workspace_size, &executor);
+    else if (warp == kDisplacement)
+        status = gs3dDisplacementWarp3DGetWorkspaceSize(handle(0), handle(1), interpolation, padding, handle(2),
+                                                        &workspace_size, &executor);
+    else if (backward)
         status = aclnnGridSampler3DBackwardGetWorkspaceSize(handle(2), handle(0), handle(1), interpolation, padding,
                                                             align, mask, handle(3), handle(4), &workspace_size,
                                                             &executor);
     else
         status = aclnnGridSampler3DGetWorkspaceSize(handle(0), handle(1), interpolation, padding, align, handle(2),
                                                     &workspace_size, &executor);
-    const char* api = backward ? "backward" : "forward";
+    const char* api = warp == kAffine ? (backward ? "affine backward" : "affine forward")
+                      : warp == kDisplacement ? (backward ? "displacement backward" : "displacement forward")
+                      : backward ? "backward" : "forward";
     bool launched = false;
     if (status == ACLNN_SUCCESS) {
         // A workspace of the size asked for, or now and then one byte short (refused at launch).
@@ -357,8 +383,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         void* workspace = nullptr;
         if (given > 0 && aclrtMalloc(&workspace, given, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS)
             Fail(api, "aclrtMalloc of the workspace failed");
-        status = backward ? aclnnGridSampler3DBackward(workspace, given, executor, stream)
-                          : aclnnGridSampler3D(workspace, given, executor, stream);
+        using Launch = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
+        const Launch launches[3][2] = {{aclnnGridSampler3D, aclnnGridSampler3DBackward},
+                                       {gs3dAffineWarp3D, gs3dAffineWarp3DBackward},
+                                       {gs3dDisplacementWarp3D, gs3dDisplacementWarp3DBackward}};
+        status = launches[warp][backward](workspace, given, executor, stream);
         if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) Fail(api, "the stream reported a failure");
         if (workspace) aclrtFree(workspace);
         if (short_workspace && status != ACLNN_ERR_PARAM_INVALID) Fail(api, "a short workspace was accepted");
@@ -375,6 +404,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         // layout of the input's format.
         const bool input_channel_last = t[0].format == ACL_FORMAT_NDHWC;
         bool reference_applies = true;
+        reference_applies &= warp == kNone;
         for (int i = 0; i < count; ++i) reference_applies &= is_output[i] || t[i].regular;
         const gs3d_test::RefOptions options{static_cast<int>(interpolation), static_cast<int>(padding), align};
         if (!backward) {
