@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Deformable registration of a 3-D volume with gridsampler3d.grid_sample.
+"""Deformable registration of a 3-D volume with gridsampler3d.displacement_warp.
 
 A synthetic volume (a few soft ellipsoids) is warped by a known smooth displacement to make
 the fixed image. Starting from no displacement, gradient descent (Adam) on a displacement
-field u (N, D, H, W, 3) minimises
+field u (N, 3, D, H, W), in voxels as VoxelMorph's networks output it, minimises
 
-    mean((grid_sample(moving, identity + u) - fixed)^2) + smoothness * mean(|grad u|^2),
+    mean((displacement_warp(moving, u) - fixed)^2) + smoothness * mean(|grad u|^2),
 
-every gradient of grid_sample coming from aclnnGridSampler3DBackward. The same loop then
-runs on torch.nn.functional.grid_sample from the same start, with the same threads, and the
-time per step of both is reported side by side. A PNG shows the middle slices (fixed,
-moving, warped, |warped - fixed|) before and after.
+the warp and its gradients computed by the library without building the sampling grid. The
+same loop then runs on VoxelMorph's SpatialTransformer layer (PyTorch's composition: the grid
+built, normalized, permuted, then F.grid_sample) from the same start, with the same threads,
+and the time per step of both is reported side by side. A PNG shows the middle slices
+(fixed, moving, warped, |warped - fixed|) before and after.
 
     /usr/bin/python3 examples/register.py --size 48 --steps 60 --png build/register.png
 """
@@ -34,7 +35,8 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", type=int, default=48, help="volume edge in voxels (default 48)")
     p.add_argument("--steps", type=int, default=60, help="gradient steps (default 60)")
-    p.add_argument("--lr", type=float, default=0.02, help="Adam learning rate (default 0.02)")
+    p.add_argument("--lr", type=float, default=0.02,
+                   help="Adam learning rate, in units of half the volume (default 0.02)")
     p.add_argument("--smoothness", type=float, default=0.05, help="weight of the smoothness term (default 0.05)")
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                    help="threads for both samplers (default: the cores this process may use, %(default)s)")
@@ -64,18 +66,33 @@ def synthetic_volume(size, generator):
     return volume[None, None]
 
 
-def smooth_displacement(size, generator, amplitude=0.08):
-    """A random low-frequency displacement (1, D, H, W, 3) in normalised units."""
-    coarse = (torch.rand(1, 3, 4, 4, 4, generator=generator) * 2 - 1) * amplitude
-    field = F.interpolate(coarse, size=(size, size, size), mode="trilinear", align_corners=True)
-    return field.permute(0, 2, 3, 4, 1).contiguous()
+def smooth_displacement(size, generator, amplitude=0.04):
+    """A random low-frequency displacement (1, 3, D, H, W) in voxels along (D, H, W), of up to
+    `amplitude` times the volume's size."""
+    coarse = (torch.rand(1, 3, 4, 4, 4, generator=generator) * 2 - 1) * amplitude * size
+    return F.interpolate(coarse, size=(size, size, size), mode="trilinear", align_corners=True)
 
 
 def smoothness_penalty(u):
-    dz = u[:, 1:] - u[:, :-1]
-    dy = u[:, :, 1:] - u[:, :, :-1]
-    dx = u[:, :, :, 1:] - u[:, :, :, :-1]
+    dz = u[:, :, 1:] - u[:, :, :-1]
+    dy = u[:, :, :, 1:] - u[:, :, :, :-1]
+    dx = u[:, :, :, :, 1:] - u[:, :, :, :, :-1]
     return (dz ** 2).mean() + (dy ** 2).mean() + (dx ** 2).mean()
+
+
+def spatial_transformer(moving, flow):
+    """VoxelMorph's SpatialTransformer (voxelmorph/torch/layers.py) with border padding: the
+    PyTorch composition that displacement_warp replaces."""
+    shape = flow.shape[2:]
+    axes = [torch.arange(0, s, dtype=flow.dtype) for s in shape]
+    locations = torch.stack(torch.meshgrid(*axes, indexing="ij")).unsqueeze(0) + flow
+    locations = torch.stack([2 * (locations[:, i] / (shape[i] - 1) - 0.5) for i in range(3)], dim=1)
+    grid = locations.permute(0, 2, 3, 4, 1)[..., [2, 1, 0]]
+    return F.grid_sample(moving, grid, mode="bilinear", padding_mode="border", align_corners=True)
+
+
+def displacement_warp(moving, flow):
+    return gridsampler3d.displacement_warp(moving, flow, mode="bilinear", padding_mode="border")
 
 
 def progress_bar(step, steps, width=30):
@@ -83,14 +100,14 @@ def progress_bar(step, steps, width=30):
     return "[" + "#" * filled + "." * (width - filled) + "]"
 
 
-def register(sampler, moving, fixed, identity, args, label, verbose):
-    """Adam on u from zero; returns (u, losses, seconds per step)."""
-    u = torch.zeros_like(identity, requires_grad=True)
-    optimizer = torch.optim.Adam([u], lr=args.lr)
+def register(warp, moving, fixed, args, label, verbose):
+    """Adam on u (voxels) from zero; returns (u, losses, seconds per step)."""
+    u = torch.zeros(1, 3, *moving.shape[2:], requires_grad=True)
+    optimizer = torch.optim.Adam([u], lr=args.lr * moving.shape[2] / 2)  # --lr: half-volumes
     losses, start = [], time.perf_counter()
     for step in range(1, args.steps + 1):
         optimizer.zero_grad()
-        warped = sampler(moving, identity + u, mode="bilinear", padding_mode="border", align_corners=False)
+        warped = warp(moving, u)
         image_loss = ((warped - fixed) ** 2).mean()
         loss = image_loss + args.smoothness * smoothness_penalty(u)
         loss.backward()
@@ -102,18 +119,18 @@ def register(sampler, moving, fixed, identity, args, label, verbose):
     return u.detach(), losses, (time.perf_counter() - start) / args.steps
 
 
-def time_sampler_alone(moving, grid, args, repeats=10):
-    """Seconds per forward + backward of each sampler on the final grid (the rest of a step,
-    the loss and Adam, is the same work for both). torch's is None without the baseline."""
-    def seconds(sampler):
-        g = grid.clone().requires_grad_()
+def time_warp_alone(moving, flow, args, repeats=10):
+    """Seconds per forward + backward of each warp on the final flow (the rest of a step, the
+    loss and Adam, is the same work for both). torch's is None without the baseline."""
+    def seconds(warp):
+        f = flow.clone().requires_grad_()
         best = math.inf
         for _ in range(repeats):
             start = time.perf_counter()
-            sampler(moving, g, mode="bilinear", padding_mode="border", align_corners=False).sum().backward()
+            warp(moving, f).sum().backward()
             best = min(best, time.perf_counter() - start)
         return best
-    return seconds(gridsampler3d.grid_sample), None if args.no_torch_baseline else seconds(F.grid_sample)
+    return seconds(displacement_warp), None if args.no_torch_baseline else seconds(spatial_transformer)
 
 
 def write_png(path, moving, fixed, before, after):
@@ -147,30 +164,27 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     gridsampler3d.set_num_threads(args.threads)
     generator = torch.Generator().manual_seed(args.seed)
-    identity = identity_grid(args.size)
     moving = synthetic_volume(args.size, generator)
     truth = smooth_displacement(args.size, generator)
     with torch.no_grad():
-        fixed = gridsampler3d.grid_sample(moving, identity + truth, padding_mode="border")
+        fixed = displacement_warp(moving, truth)
 
     print(f"volume {args.size}^3, {args.steps} steps, {args.threads} threads, library {gridsampler3d.library_path()}")
-    u, losses, ours_seconds = register(gridsampler3d.grid_sample, moving, fixed, identity, args, "gridsampler3d",
-                                       verbose=True)
+    u, losses, ours_seconds = register(displacement_warp, moving, fixed, args, "gridsampler3d", verbose=True)
     with torch.no_grad():
-        after = gridsampler3d.grid_sample(moving, identity + u, padding_mode="border")
+        after = displacement_warp(moving, u)
     print(f"image loss {losses[0]:.6f} -> {losses[-1]:.6f} ({losses[-1] / max(losses[0], 1e-30):.1%} of the start)")
 
     print(f"time per step: gridsampler3d {ours_seconds * 1e3:.1f} ms", end="")
     if not args.no_torch_baseline:
-        _, torch_losses, torch_seconds = register(F.grid_sample, moving, fixed, identity, args, "torch",
-                                                  verbose=False)
-        print(f", torch.nn.functional.grid_sample {torch_seconds * 1e3:.1f} ms: "
+        _, torch_losses, torch_seconds = register(spatial_transformer, moving, fixed, args, "torch", verbose=False)
+        print(f", VoxelMorph's SpatialTransformer on torch {torch_seconds * 1e3:.1f} ms: "
               f"{torch_seconds / ours_seconds:.2f}x faster (same {args.threads} threads); "
               f"torch's final image loss {torch_losses[-1]:.6f}")
     else:
         print()
-    ours_alone, torch_alone = time_sampler_alone(moving, identity + u, args)
-    print(f"grid_sample forward + backward alone: gridsampler3d {ours_alone * 1e3:.2f} ms", end="")
+    ours_alone, torch_alone = time_warp_alone(moving, u, args)
+    print(f"warp forward + backward alone: gridsampler3d {ours_alone * 1e3:.2f} ms", end="")
     print(f", torch {torch_alone * 1e3:.2f} ms: {torch_alone / ours_alone:.2f}x faster" if torch_alone else "")
     write_png(args.png, moving, fixed, moving, after)
     print(f"wrote {args.png}")
