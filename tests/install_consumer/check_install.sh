@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$prefix" "$work"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in include/acl/acl.h include/aclnn/aclnn_base.h include/aclnnop/aclnn_grid_sampler3d.h \
-         include/aclnnop/aclnn_grid_sampler3d_backward.h include/gridsampler3d/cpu_device.h lib/libgridsampler3d.so lib/pkgconfig/gridsampler3d.pc \
+         include/aclnnop/aclnn_grid_sampler3d_backward.h include/gridsampler3d/cpu_device.h include/gridsampler3d/warp3d.h lib/libgridsampler3d.so lib/pkgconfig/gridsampler3d.pc \
          lib/cmake/gridsampler3d/gridsampler3dConfig.cmake; do
   [ -e "$prefix/$f" ] || { echo "missing from the install: $f"; exit 1; }
 done
