@@ -301,5 +301,28 @@ TEST(Warp3DChecks, RefusalsNameTheArgumentAndWriteNothing) {
     for (int64_t i = 0; i < theta_grad.count(); ++i) EXPECT_EQ(theta_grad.Get(i), 7);
 }
 
+// flowGrad's dims are read in the flow's format, as inputGrad's are in the input's: a flow
+// given NDHWC (N, Do, Ho, Wo, 3) and a flowGrad of those dims in ND format get the same values
+// as an NDHWC flowGrad (the fuzzer found the ND one read as NCDHW, writing past its storage).
+TEST(Warp3DChecks, FlowGradIsReadInTheFlowsFormat) {
+    std::mt19937 rng(5);
+    TestTensor input(VolumeDims(1, 1, 4, 4, 4, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+    TestTensor grad(VolumeDims(1, 1, 2, 3, 4, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+    TestTensor flow({1, 2, 3, 4, 3}, ACL_DOUBLE, ACL_FORMAT_NDHWC);
+    TestTensor input_grad(VolumeDims(1, 1, 4, 4, 4, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+    TestTensor as_nd({1, 2, 3, 4, 3}, ACL_DOUBLE, ACL_FORMAT_ND), as_ndhwc({1, 2, 3, 4, 3}, ACL_DOUBLE, ACL_FORMAT_NDHWC);
+    for (int64_t i = 0; i < input.count(); ++i) input.Set(i, RandomValue(rng));
+    for (int64_t i = 0; i < grad.count(); ++i) grad.Set(i, RandomValue(rng));
+    for (int64_t i = 0; i < flow.count(); ++i) flow.Set(i, RandomValue(rng) / 8);
+    for (TestTensor* flow_grad : {&as_nd, &as_ndhwc})
+        ASSERT_EQ(RunPhases(gs3dDisplacementWarp3DBackwardGetWorkspaceSize, gs3dDisplacementWarp3DBackward, grad.get(),
+                            input.get(), flow.get(), int64_t{0}, int64_t{0}, static_cast<const aclBoolArray*>(nullptr),
+                            input_grad.get(), flow_grad->get()),
+                  ACLNN_SUCCESS)
+            << aclGetRecentErrMsg();
+    for (int64_t i = 0; i < as_nd.count(); ++i) EXPECT_EQ(as_nd.Get(i), as_ndhwc.Get(i)) << i;
+    EXPECT_TRUE(as_nd.OutsideViewUntouched());
+}
+
 }  // namespace
 }  // namespace gs3d_test

@@ -192,16 +192,18 @@ void AddThetaGrad(const T* grid_grad, const BaseCoordinates& base, const Chunkin
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {
         const T* from = grid_grad + row * c.out_w * 3;
-        double by_x[3] = {0, 0, 0}, plain[3] = {0, 0, 0};
+        // Four sums per term, every fourth point each, then added in order: four chains of
+        // additions instead of one (the sum's latency bound), in an order fixed by the shape.
+        double by_x[4][3] = {}, plain[4][3] = {};
         for (int64_t w = 0; w < c.out_w; ++w)
             for (int k = 0; k < 3; ++k) {
                 const double g = ToCompute(from[w * 3 + k]);
-                by_x[k] += g * base.x[w];
-                plain[k] += g;
+                by_x[w & 3][k] += g * base.x[w];
+                plain[w & 3][k] += g;
             }
         for (int k = 0; k < 3; ++k) {
-            partials[row * 6 + k] = by_x[k];
-            partials[row * 6 + 3 + k] = plain[k];
+            partials[row * 6 + k] = (by_x[0][k] + by_x[1][k]) + (by_x[2][k] + by_x[3][k]);
+            partials[row * 6 + 3 + k] = (plain[0][k] + plain[1][k]) + (plain[2][k] + plain[3][k]);
         }
     }
     for (int64_t row = 0; row < rows; ++row) {

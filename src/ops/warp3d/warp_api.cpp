@@ -35,10 +35,12 @@ constexpr Warp kDisplacement{WarpKind::kDisplacement, "gs3dDisplacementWarp3DGet
 constexpr Warp kDisplacementBackward{WarpKind::kDisplacement, "gs3dDisplacementWarp3DBackwardGetWorkspaceSize",
                                      "gs3dDisplacementWarp3DBackward", "flow", "flowGrad"};
 
-// The parameters as the kernels see them: theta (N, 3, 4, 1, 1), flow (N, 3, Do, Ho, Wo).
-kernels::View5 ParametersView(const Warp& warp, const aclTensor* parameters) {
-    return warp.kind == WarpKind::kAffine ? grid_sampler3d::MatrixView(parameters)
-                                          : grid_sampler3d::VolumeView(parameters, grid_sampler3d::IsChannelLast(parameters));
+// The parameters (or their gradient, of the same dims) as the kernels see them: theta
+// (N, 3, 4, 1, 1), flow (N, 3, Do, Ho, Wo), its dims read in the flow's format (NDHWC or
+// not), as inputGrad's are in the input's.
+kernels::View5 ParametersView(const Warp& warp, const aclTensor* tensor, const aclTensor* flow) {
+    return warp.kind == WarpKind::kAffine ? grid_sampler3d::MatrixView(tensor)
+                                          : grid_sampler3d::VolumeView(tensor, grid_sampler3d::IsChannelLast(flow));
 }
 
 // input (N, C, D, H, W), `volume` (out or gradOutput: N, C, Do, Ho, Wo), and theta (N, 3, 4)
@@ -123,7 +125,7 @@ aclnnStatus ForwardWorkspace(const Warp& warp, const aclTensor* input_tensor, co
     args.options = Options(interpolation, padding, align_corners);
     args.kind = warp.kind;
     args.input = grid_sampler3d::VolumeView(input_tensor, channel_last);
-    args.parameters = ParametersView(warp, parameters_tensor);
+    args.parameters = ParametersView(warp, parameters_tensor, parameters_tensor);
     args.out = grid_sampler3d::VolumeView(out_tensor, channel_last);
     const kernels::WarpPlan plan = kernels::PlanWarpForward(args);
     return Finish(warp, plan.bytes, [args, plan](void* workspace) { kernels::RunWarpForward(args, plan, workspace); },
@@ -175,9 +177,9 @@ aclnnStatus BackwardWorkspace(const Warp& warp, const aclTensor* grad_output_ten
     args.kind = warp.kind;
     args.grad_output = grid_sampler3d::VolumeView(grad_output_tensor, channel_last);
     args.input = grid_sampler3d::VolumeView(input_tensor, channel_last);
-    args.parameters = ParametersView(warp, parameters_tensor);
+    args.parameters = ParametersView(warp, parameters_tensor, parameters_tensor);
     args.input_grad = grid_sampler3d::VolumeView(input_grad_tensor, channel_last);
-    args.parameters_grad = ParametersView(warp, parameters_grad_tensor);
+    args.parameters_grad = ParametersView(warp, parameters_grad_tensor, parameters_tensor);
     args.compute_input_grad = want_input_grad;
     args.compute_parameters_grad = want_parameters_grad;
     const kernels::WarpPlan plan = kernels::PlanWarpBackward(args);
