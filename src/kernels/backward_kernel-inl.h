@@ -235,7 +235,7 @@ void GridGradOnly(const Problem<T>& pb) {
                         prepared.whole = false;
                         RunChannelsLastBlock<T, true>(input_only, n, prepared);
                     } else {
-                        prepared.stream_grid_grad = true;
+                        prepared.stream_grid_grad = pb.args.stream_grid_grad;
                         RunBlock<T, true, false>(input_only, n, prepared, 0, input_only.channels);
                     }
                 }

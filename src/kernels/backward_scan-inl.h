@@ -293,7 +293,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                 auto run_block = [&] {
                     PreparedBlock<S>& prepared = chunked.Next();
                     PrepareBlock<T, kGridGrad>(pb, points, prepared);
-                    prepared.stream_grid_grad = true;
+                    prepared.stream_grid_grad = a.stream_grid_grad;
                     RestrictToSlab(prepared, z_begin, z_end, depth);
                     if (pairs)
                         RunPairBlock<T, kGridGrad>(pb, n, prepared);

@@ -61,6 +61,10 @@ struct BackwardArgs {
     // the chunked caller, whose chunks of one smooth grid would otherwise part between the
     // scan and the sorted slabs by their own reach (a fifth slower on an affine warp).
     bool scan_any_span = false;
+    // gridGrad's packed rows stored non-temporally where a task can (nothing reads them soon
+    // after); off for the chunked caller, which reads each chunk's gridGrad back at once
+    // (from L2: streamed stores to those cached lines cost 10% of a displacement warp's backward).
+    bool stream_grid_grad = true;
 };
 
 inline size_t ElementBytes(ElementType type) {

@@ -124,40 +124,51 @@ BaseCoordinates FillBaseCoordinates(const Chunking& c, bool align_corners, doubl
     return base;
 }
 
+// Rows are computed in pieces of this many points, one coordinate at a time into a buffer
+// (loops the compiler vectorizes, divisions included), then interleaved as (x, y, z).
+constexpr int64_t kPiece = 256;
+
 // The coordinates of a chunk of batch item n, as F.affine_grid or VoxelMorph's
 // SpatialTransformer computes them, rounded once to T.
 template <typename T>
 void FillChunkGrid(WarpKind kind, const View5& parameters, const BaseCoordinates& base, const Chunking& c, int64_t n,
                    const Chunk& chunk, T* grid) {
     using S = ComputeType<T>;
+    const int64_t sizes[3] = {c.out_w, c.out_h, c.out_d};
+    const int64_t step = parameters.stride[4];
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < chunk.Rows(); ++row) {
         const int64_t d = chunk.d0 + row / chunk.rows, h = chunk.h0 + row % chunk.rows;
-        T* out = grid + row * c.out_w * 3;
-        if (kind == WarpKind::kAffine) {
-            // The dot product in double, rounded once: PyTorch's bmm sums in the dtype, in
-            // BLAS's order; this is at least as close to the exact value.
-            double row_part[3], x_part[3];
+        // The dot product in double, rounded once: PyTorch's bmm sums in the dtype, in BLAS's
+        // order; this is at least as close to the exact value.
+        double row_part[3] = {0, 0, 0}, x_part[3] = {0, 0, 0};
+        if (kind == WarpKind::kAffine)
             for (int k = 0; k < 3; ++k) {
                 x_part[k] = ToCompute(*At<T>(parameters, n, k, 0));
                 row_part[k] = ToCompute(*At<T>(parameters, n, k, 1)) * base.y[h] +
                               ToCompute(*At<T>(parameters, n, k, 2)) * base.z[d] + ToCompute(*At<T>(parameters, n, k, 3));
             }
-            for (int64_t w = 0; w < c.out_w; ++w)
-                for (int k = 0; k < 3; ++k)
-                    out[w * 3 + k] = FromCompute<T>(static_cast<S>(x_part[k] * base.x[w] + row_part[k]));
-        } else {
-            // VoxelMorph: 2 * ((position + flow) / (size - 1) - 0.5), x from the flow's channel 2.
-            const int64_t sizes[3] = {c.out_w, c.out_h, c.out_d};
-            const int64_t position[3] = {0, h, d};
+        for (int64_t w0 = 0; w0 < c.out_w; w0 += kPiece) {
+            const int64_t count = std::min(kPiece, c.out_w - w0);
+            T* out = grid + (row * c.out_w + w0) * 3;
             for (int k = 0; k < 3; ++k) {
-                const T* flow = At<T>(parameters, n, 2 - k, d, h, 0);
-                const int64_t step = parameters.stride[4];
-                const S scale = static_cast<S>(sizes[k] - 1);
-                for (int64_t w = 0; w < c.out_w; ++w) {
-                    const S loc = static_cast<S>(k == 0 ? w : position[k]) + ToCompute(flow[w * step]);
-                    out[w * 3 + k] = FromCompute<T>(S(2) * (loc / scale - S(0.5)));
+                S value[kPiece];
+                if (kind == WarpKind::kAffine) {
+                    const double* x = base.x + w0;
+                    for (int64_t i = 0; i < count; ++i) value[i] = static_cast<S>(x_part[k] * x[i] + row_part[k]);
+                } else {
+                    // VoxelMorph: 2 * ((position + flow) / (size - 1) - 0.5), x from the flow's channel 2.
+                    const T* flow = At<T>(parameters, n, 2 - k, d, h, w0);
+                    const S scale = static_cast<S>(sizes[k] - 1), fixed = static_cast<S>(k == 1 ? h : d);
+                    // Positions along W as int32 (exact in fp32 below 2^24, as PyTorch's
+                    // arange holds them), which the compiler converts in vectors.
+                    const auto first = static_cast<int32_t>(w0);
+                    for (int32_t i = 0; i < count; ++i) {
+                        const S position = k == 0 ? static_cast<S>(first + i) : fixed;
+                        value[i] = S(2) * ((position + ToCompute(flow[i * step])) / scale - S(0.5));
+                    }
                 }
+                for (int64_t i = 0; i < count; ++i) out[i * 3 + k] = FromCompute<T>(value[i]);
             }
         }
     }
@@ -169,15 +180,21 @@ template <typename T>
 void WriteFlowGrad(const T* grid_grad, const Chunking& c, int64_t n, const Chunk& chunk, const View5& flow_grad) {
     using S = ComputeType<T>;
     const int64_t sizes[3] = {c.out_w, c.out_h, c.out_d};
+    const int64_t step = flow_grad.stride[4];
 #pragma omp parallel for schedule(static)
     for (int64_t row = 0; row < chunk.Rows(); ++row) {
         const int64_t d = chunk.d0 + row / chunk.rows, h = chunk.h0 + row % chunk.rows;
-        const T* from = grid_grad + row * c.out_w * 3;
-        for (int k = 0; k < 3; ++k) {
-            T* to = const_cast<T*>(At<T>(flow_grad, n, 2 - k, d, h, 0));
-            const S scale = static_cast<S>(sizes[k] - 1);
-            for (int64_t w = 0; w < c.out_w; ++w)
-                to[w * flow_grad.stride[4]] = FromCompute<T>((S(2) * ToCompute(from[w * 3 + k])) / scale);
+        for (int64_t w0 = 0; w0 < c.out_w; w0 += kPiece) {
+            const int64_t count = std::min(kPiece, c.out_w - w0);
+            const T* from = grid_grad + (row * c.out_w + w0) * 3;
+            for (int k = 0; k < 3; ++k) {
+                S value[kPiece];
+                for (int64_t i = 0; i < count; ++i) value[i] = ToCompute(from[i * 3 + k]);
+                const S scale = static_cast<S>(sizes[k] - 1);
+                for (int64_t i = 0; i < count; ++i) value[i] = (S(2) * value[i]) / scale;
+                T* to = const_cast<T*>(At<T>(flow_grad, n, 2 - k, d, h, w0));
+                for (int64_t i = 0; i < count; ++i) to[i * step] = FromCompute<T>(value[i]);
+            }
         }
     }
 }
@@ -246,6 +263,7 @@ BackwardArgs ChunkBackwardArgs(const WarpBackwardArgs& args, const Chunking& c, 
     b.first_chunk = k == 0;
     b.last_chunk = k == c.chunks - 1;
     b.scan_any_span = true;
+    b.stream_grid_grad = false;
     return b;
 }
 
