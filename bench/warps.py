@@ -14,7 +14,7 @@ input and of theta or the flow, as autograd computes them in training). Medians 
 call timed in turn with its counterpart. Memory: the composition's grid (N, D, H, W, 3) and
 our workspace, in MiB.
 
-Usage: warps.py [--size S] [--repeats R]   (needs the package's library: see bench.py)
+Usage: warps.py [--size S] [--repeats R]   (GRIDSAMPLER3D_LIBRARY, or build/ next to here)
 """
 import argparse
 import os
@@ -24,7 +24,8 @@ import torch
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))  # the package of this checkout
+os.environ.setdefault("GRIDSAMPLER3D_LIBRARY", os.path.join(os.path.dirname(HERE), "build", "libgridsampler3d.so"))
 sys.path.insert(0, HERE)
 import gridsampler3d  # noqa: E402
 from gridsampler3d import _runtime, _torch  # noqa: E402
@@ -80,9 +81,6 @@ def calls(kind, size):
             return x.grad, p.grad
         return step
 
-    check = [torch.autograd.grad(f(inp.clone().requires_grad_(), parameters.clone().requires_grad_()).mul(grad).sum(),
-                                 []) for f in ()]  # (no-op: values are checked by the tests)
-    del check
     return {"forward": (forward(theirs), forward(ours)), "forward+backward": (training(theirs), training(ours))}, \
         (inp, parameters, grad)
 
