@@ -5,11 +5,6 @@
 namespace gs3d::kernels {
 namespace {
 
-constexpr size_t kAlignment = 64;
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-size_t Align(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
 bool AccumulatesInFloat(ElementType type) { return type == ElementType::kFloat16 || type == ElementType::kBFloat16; }
 
 // Grid points per batch item, where the sort's 32-bit counts and the blocks' int32 offsets hold.
@@ -44,10 +39,10 @@ void SizeSortParts(const BackwardArgs& args, int64_t batch, WorkspaceLayout* lay
     const auto rows = static_cast<size_t>(args.grid.size[1] * args.grid.size[2]);
     const auto points = static_cast<size_t>(batch) * rows * static_cast<size_t>(args.grid.size[3]);
     const auto segments = static_cast<size_t>(std::max<int64_t>(1, SegmentsPerRow(args.grid.size[3])));
-    layout->keys.bytes = Align(points * sizeof(uint8_t));
-    layout->order.bytes = Align(points * sizeof(uint16_t));
+    layout->keys.bytes = AlignWorkspace(points * sizeof(uint8_t));
+    layout->order.bytes = AlignWorkspace(points * sizeof(uint16_t));
     layout->row_lowest.bytes = layout->row_highest.bytes =
-        Align(static_cast<size_t>(batch) * rows * segments * sizeof(uint32_t));
+        AlignWorkspace(static_cast<size_t>(batch) * rows * segments * sizeof(uint32_t));
 }
 
 void PlaceParts(WorkspaceLayout* layout) {
@@ -74,7 +69,8 @@ BackwardPlan PlanBackward(const BackwardArgs& args) {
         plan.path = BackwardPath::kChannelsLastCopy;
         plan.unit_channels = true;
         const size_t compute_bytes = args.type == ElementType::kFloat64 ? 8 : 4;  // fp16 and bf16 in fp32
-        layout.accumulator.bytes = Align(static_cast<size_t>(size[1] * size[2] * size[3] * size[4]) * compute_bytes);
+        const auto elements = static_cast<size_t>(size[1] * size[2] * size[3] * size[4]);
+        layout.accumulator.bytes = AlignWorkspace(elements * compute_bytes);
         const int64_t channels_last[5] = {size[1] * size[2] * size[3] * size[4], 1, size[3] * size[4] * size[1],
                                           size[4] * size[1], size[1]};  // (D, H, W, C) of one item
         std::copy(channels_last, channels_last + 5, layout.accumulator_stride);
@@ -92,7 +88,7 @@ BackwardPlan PlanBackward(const BackwardArgs& args) {
     if (in_float && args.compute_input_grad) {
         size_t elements = 1;
         for (int i = 0; i < 5; ++i) elements *= static_cast<size_t>(size[i]);
-        layout.accumulator.bytes = Align(elements * sizeof(float));
+        layout.accumulator.bytes = AlignWorkspace(elements * sizeof(float));
     }
     const int64_t accumulator_channel_stride = in_float ? layout.accumulator_stride[1] : args.input_grad.stride[1];
     plan.unit_channels = args.input.stride[1] == 1 && accumulator_channel_stride == 1 &&

@@ -48,6 +48,10 @@ enum class BackwardPath {
     kChannelsLastCopy,
 };
 
+// Workspace parts start on 64-byte boundaries (cache lines, and every vector width).
+inline size_t AlignWorkspace(size_t bytes) { return (bytes + 63) / 64 * 64; }
+inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 // Byte offsets of the workspace's parts from its start; a part of 0 bytes is not used.
 struct WorkspacePart {
     size_t offset = 0, bytes = 0;

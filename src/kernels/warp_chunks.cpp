@@ -1,15 +1,11 @@
 #include "kernels/warp_chunks.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "kernels/element_types.h"
 
 namespace gs3d::kernels {
 namespace {
-
-constexpr size_t kAlignment = 64;
-size_t Align(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 // Calls f with a value of the element type's C++ type (its value is not used).
 template <typename F>
@@ -49,8 +45,6 @@ struct Chunk {
     int64_t d0, planes, h0, rows;
     int64_t Rows() const { return planes * rows; }  // grid rows (d, h) in it
 };
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 Chunking ChunkingOf(const View5& out) {
     Chunking c{out.size[0], out.size[2], out.size[3], out.size[4], 1, 1, 1, 1, 1};
@@ -272,10 +266,12 @@ int ChunkShape(const Chunking& c, int64_t k) {
     return (k / c.d_chunks == c.h_chunks - 1 ? 1 : 0) + (k % c.d_chunks == c.d_chunks - 1 ? 2 : 0);
 }
 
-size_t BaseBytes(const Chunking& c) { return Align(static_cast<size_t>(c.out_w + c.out_h + c.out_d) * sizeof(double)); }
+size_t BaseBytes(const Chunking& c) {
+    return AlignWorkspace(static_cast<size_t>(c.out_w + c.out_h + c.out_d) * sizeof(double));
+}
 
 size_t ChunkGridBytes(const Chunking& c, ElementType type) {
-    return Align(static_cast<size_t>(c.chunk_planes * c.chunk_rows * c.out_w * 3) * ElementBytes(type));
+    return AlignWorkspace(static_cast<size_t>(c.chunk_planes * c.chunk_rows * c.out_w * 3) * ElementBytes(type));
 }
 
 }  // namespace
@@ -285,7 +281,7 @@ WarpPlan PlanWarpForward(const WarpForwardArgs& args) {
     WarpPlan plan;
     plan.chunks = c.chunks;
     plan.forward = PlanForward(ChunkForwardArgs(args, c, nullptr, 0, ChunkAt(c, 0)));
-    plan.base_offset = Align(plan.forward.workspace_bytes);
+    plan.base_offset = AlignWorkspace(plan.forward.workspace_bytes);
     plan.grid_offset = plan.base_offset + BaseBytes(c);
     plan.bytes = plan.grid_offset + ChunkGridBytes(c, args.type);
     return plan;
@@ -305,14 +301,14 @@ WarpPlan PlanWarpBackward(const WarpBackwardArgs& args) {
         plan.backward[shape] = PlanBackward(ChunkBackwardArgs(args, c, nullptr, nullptr, 0, k));
         kernel_bytes = std::max(kernel_bytes, plan.backward[shape].workspace.bytes);
     }
-    plan.base_offset = Align(kernel_bytes);
+    plan.base_offset = AlignWorkspace(kernel_bytes);
     plan.grid_offset = plan.base_offset + BaseBytes(c);
     const size_t grid_bytes = ChunkGridBytes(c, args.type);
     plan.grid_grad_offset = plan.grid_offset + grid_bytes;
     plan.partials_offset = plan.grid_grad_offset + (args.compute_parameters_grad ? grid_bytes : 0);
     const bool theta_grad = args.compute_parameters_grad && args.kind == WarpKind::kAffine;
     const auto chunk_rows = static_cast<size_t>(c.chunk_planes * c.chunk_rows);
-    plan.bytes = plan.partials_offset + (theta_grad ? Align(chunk_rows * 6 * sizeof(double)) : 0);
+    plan.bytes = plan.partials_offset + (theta_grad ? AlignWorkspace(chunk_rows * 6 * sizeof(double)) : 0);
     return plan;
 }
 
