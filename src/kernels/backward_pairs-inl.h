@@ -76,15 +76,19 @@ HWY_NOINLINE void RunPairBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>
         // some out, block.scatter).
         if (every_corner[i] != 0) {
             S* HWY_RESTRICT q = acc_n + acc_base[i];
-            for (int k = 0; k < 8; k += 2) {
 #if HWY_TARGET == HWY_SCALAR  // no pairs (PairBlocksServe is false); compiled all the same
+            for (int k = 0; k < 8; k += 2)
                 q[acc_delta[k]] += cells.weight[k][i] * g, q[acc_delta[k] + 1] += cells.weight[k + 1][i] * g;
-#else  // the pair (w_k g, w_k+1 g) built in registers
-                const auto terms = hn::InterleaveLower(pair, hn::Set(pair, cells.weight[k][i] * g),
-                                                       hn::Set(pair, cells.weight[k + 1][i] * g));
-                hn::StoreU(hn::Add(hn::LoadU(pair, q + acc_delta[k]), terms), pair, q + acc_delta[k]);
-#endif
+#else
+            // The pair's weights ((wx0, wx1) * wy) * wz in registers, the products of
+            // cells.weight in their order (the same bits), then times g.
+            const auto wx_pair = hn::InterleaveLower(pair, hn::Set(pair, wx[0]), hn::Set(pair, wx[1]));
+            const auto g_pair = hn::Set(pair, g);
+            for (int k = 0; k < 8; k += 2) {
+                const auto weights = hn::Mul(hn::Mul(wx_pair, hn::Set(pair, wy[(k >> 1) & 1])), hn::Set(pair, wz[k >> 2]));
+                hn::StoreU(hn::Add(hn::LoadU(pair, q + acc_delta[k]), hn::Mul(weights, g_pair)), pair, q + acc_delta[k]);
             }
+#endif
         } else {
             for (int k = 0; k < 8; ++k)
                 if (scatter[k][i] != 0) acc_n[acc_base[i] + acc_delta[k]] += cells.weight[k][i] * g;
