@@ -1,5 +1,6 @@
-// Concurrency: 8 host threads, each with its own stream, run both ops at once for a bounded
-// number of rounds, on shapes of their own; every result equals the serial one bit for bit
+// Concurrency: 8 host threads, each with its own stream, run both ops and an affine warp's
+// forward and backward at once for a bounded number of rounds, on shapes of their own; every
+// result equals the serial one bit for bit
 // (deterministic mode). Under ThreadSanitizer (scripts/sanitize.sh) it also shows that the
 // runtime (stream and executor registries, allocation tracking, recent-error slots) and the
 // kernels' OpenMP regions have no data race.
@@ -14,6 +15,7 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
+#include "gridsampler3d/warp3d.h"
 #include "support/op_runner.h"
 #include "support/test_tensor.h"
 
@@ -29,6 +31,7 @@ struct Problem {
     aclDataType type;
     bool channel_last;
     std::unique_ptr<TestTensor> input, grid, grad, out, input_grad, grid_grad;
+    std::unique_ptr<TestTensor> theta, warped, warp_input_grad, theta_grad;  // the affine warp's
 
     Problem(int index) {
         std::mt19937 rng(1234 + index);
@@ -48,6 +51,12 @@ struct Problem {
         StoreVolume(RandomArray(rng, n, c, d, h, w), channel_last, input.get());
         StoreGrid(RandomArray(rng, n, od, oh, ow, 3, true), grid.get());
         StoreVolume(RandomArray(rng, n, c, od, oh, ow), channel_last, grad.get());
+        theta = std::make_unique<TestTensor>(std::vector<int64_t>{n, 3, 4}, type);
+        warped = std::make_unique<TestTensor>(VolumeDims(n, c, od, oh, ow, channel_last), type, format);
+        warp_input_grad = std::make_unique<TestTensor>(VolumeDims(n, c, d, h, w, channel_last), type, format);
+        theta_grad = std::make_unique<TestTensor>(std::vector<int64_t>{n, 3, 4}, type);
+        for (int64_t i = 0; i < theta->count(); ++i)  // the identity plus 8-bit values (exact in bf16)
+            theta->Set(i, i % 12 % 5 == 0 ? 1.0 : RandomGridValue(rng) / 8);
     }
 
     // Runs both ops on `stream`; returns the outputs' values in order.
@@ -57,7 +66,16 @@ struct Problem {
         if (RunBackward(grad->get(), input->get(), grid->get(), options, std::nullopt, input_grad->get(),
                         grid_grad->get(), stream) != ACLNN_SUCCESS)
             return values;
-        for (const TestTensor* t : {out.get(), input_grad.get(), grid_grad.get()})
+        const int64_t mode = options.interpolation, padding = options.padding;
+        if (RunTwoPhases(gs3dAffineWarp3DGetWorkspaceSize, gs3dAffineWarp3D, stream, input->get(), theta->get(), mode,
+                         padding, options.align_corners, warped->get()) != ACLNN_SUCCESS ||
+            RunTwoPhases(gs3dAffineWarp3DBackwardGetWorkspaceSize, gs3dAffineWarp3DBackward, stream, grad->get(),
+                         input->get(), theta->get(), mode, padding, options.align_corners,
+                         static_cast<const aclBoolArray*>(nullptr), warp_input_grad->get(),
+                         theta_grad->get()) != ACLNN_SUCCESS)
+            return values;
+        for (const TestTensor* t :
+             {out.get(), input_grad.get(), grid_grad.get(), warped.get(), warp_input_grad.get(), theta_grad.get()})
             for (int64_t i = 0; i < t->count(); ++i) values.push_back(t->Get(i));
         return values;
     }
@@ -92,6 +110,9 @@ TEST(Concurrency, EightStreamsAtOnceGiveTheSerialResults) {
                 problems[i]->out->Fill(-7.0);  // a stale result would not pass for a new one
                 problems[i]->input_grad->Fill(-7.0);
                 problems[i]->grid_grad->Fill(-7.0);
+                problems[i]->warped->Fill(-7.0);
+                problems[i]->warp_input_grad->Fill(-7.0);
+                problems[i]->theta_grad->Fill(-7.0);
                 std::vector<double> values = problems[i]->Run(stream);
                 if (values.empty()) ++failures;
                 else if (!BitwiseEqual(values, serial[i])) ++mismatches;

@@ -67,21 +67,6 @@ Array5 FlowGrid(const Array5& flow) {  // flow (N, 3, D, H, W) in voxels along (
     return grid;
 }
 
-// Both phases of a warp on the test stream; the first failed status.
-template <typename Size, typename Launch, typename... Args>
-aclnnStatus RunPhases(Size size, Launch launch, Args... args) {
-    uint64_t bytes = 0;
-    aclOpExecutor* executor = nullptr;
-    aclnnStatus status = size(args..., &bytes, &executor);
-    if (status != ACLNN_SUCCESS) return status;
-    void* workspace = nullptr;
-    if (bytes && aclrtMalloc(&workspace, bytes, ACL_MEM_MALLOC_NORMAL_ONLY) != ACL_SUCCESS) return -1;
-    status = launch(workspace, bytes, executor, TestStream());
-    if (status == ACLNN_SUCCESS) status = aclrtSynchronizeStream(TestStream());
-    if (workspace) aclrtFree(workspace);
-    return status;
-}
-
 // A small theta: near the identity, so most points land inside and some outside.
 std::vector<double> RandomTheta(std::mt19937& rng) {
     std::normal_distribution<double> noise(0, 0.2);
@@ -111,11 +96,11 @@ void RunWarp(bool affine, const RefOptions& o, const Array5& input_values, const
     if (affine) {
         TestTensor parameters({kN, 3, 4}, ACL_DOUBLE), parameters_grad({kN, 3, 4}, ACL_DOUBLE);
         for (int64_t i = 0; i < kN * 12; ++i) parameters.Set(i, theta[i]);
-        ASSERT_EQ(RunPhases(gs3dAffineWarp3DGetWorkspaceSize, gs3dAffineWarp3D, input.get(), parameters.get(),
+        ASSERT_EQ(RunTwoPhases(gs3dAffineWarp3DGetWorkspaceSize, gs3dAffineWarp3D, TestStream(), input.get(), parameters.get(),
                       int64_t{o.interpolation}, int64_t{o.padding}, o.align_corners, out.get()),
                   ACLNN_SUCCESS)
             << aclGetRecentErrMsg();
-        ASSERT_EQ(RunPhases(gs3dAffineWarp3DBackwardGetWorkspaceSize, gs3dAffineWarp3DBackward, grad.get(), input.get(),
+        ASSERT_EQ(RunTwoPhases(gs3dAffineWarp3DBackwardGetWorkspaceSize, gs3dAffineWarp3DBackward, TestStream(), grad.get(), input.get(),
                       parameters.get(), int64_t{o.interpolation}, int64_t{o.padding}, o.align_corners,
                       static_cast<const aclBoolArray*>(nullptr), input_grad.get(), parameters_grad.get()),
                   ACLNN_SUCCESS)
@@ -126,11 +111,11 @@ void RunWarp(bool affine, const RefOptions& o, const Array5& input_values, const
         TestTensor parameters(VolumeDims(kN, 3, kOutD, kOutH, kOutW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
         TestTensor parameters_grad(VolumeDims(kN, 3, kOutD, kOutH, kOutW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
         StoreVolume(flow, false, &parameters);
-        ASSERT_EQ(RunPhases(gs3dDisplacementWarp3DGetWorkspaceSize, gs3dDisplacementWarp3D, input.get(), parameters.get(),
+        ASSERT_EQ(RunTwoPhases(gs3dDisplacementWarp3DGetWorkspaceSize, gs3dDisplacementWarp3D, TestStream(), input.get(), parameters.get(),
                       int64_t{o.interpolation}, int64_t{o.padding}, out.get()),
                   ACLNN_SUCCESS)
             << aclGetRecentErrMsg();
-        ASSERT_EQ(RunPhases(gs3dDisplacementWarp3DBackwardGetWorkspaceSize, gs3dDisplacementWarp3DBackward, grad.get(),
+        ASSERT_EQ(RunTwoPhases(gs3dDisplacementWarp3DBackwardGetWorkspaceSize, gs3dDisplacementWarp3DBackward, TestStream(), grad.get(),
                       input.get(), parameters.get(), int64_t{o.interpolation}, int64_t{o.padding},
                       static_cast<const aclBoolArray*>(nullptr), input_grad.get(), parameters_grad.get()),
                   ACLNN_SUCCESS)
@@ -315,7 +300,7 @@ TEST(Warp3DChecks, FlowGradIsReadInTheFlowsFormat) {
     for (int64_t i = 0; i < grad.count(); ++i) grad.Set(i, RandomValue(rng));
     for (int64_t i = 0; i < flow.count(); ++i) flow.Set(i, RandomValue(rng) / 8);
     for (TestTensor* flow_grad : {&as_nd, &as_ndhwc})
-        ASSERT_EQ(RunPhases(gs3dDisplacementWarp3DBackwardGetWorkspaceSize, gs3dDisplacementWarp3DBackward, grad.get(),
+        ASSERT_EQ(RunTwoPhases(gs3dDisplacementWarp3DBackwardGetWorkspaceSize, gs3dDisplacementWarp3DBackward, TestStream(), grad.get(),
                             input.get(), flow.get(), int64_t{0}, int64_t{0}, static_cast<const aclBoolArray*>(nullptr),
                             input_grad.get(), flow_grad->get()),
                   ACLNN_SUCCESS)

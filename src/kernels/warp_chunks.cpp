@@ -122,6 +122,17 @@ BaseCoordinates FillBaseCoordinates(const Chunking& c, bool align_corners, doubl
 // (loops the compiler vectorizes, divisions included), then interleaved as (x, y, z).
 constexpr int64_t kPiece = 256;
 
+// Calls f(row, d, h, w0, count) for every piece of up to kPiece points of each grid row of a
+// chunk (row: its index in the chunk), the rows in parallel.
+template <typename F>
+void ForEachRowPiece(const Chunking& c, const Chunk& chunk, F&& f) {
+#pragma omp parallel for schedule(static)
+    for (int64_t row = 0; row < chunk.Rows(); ++row) {
+        const int64_t d = chunk.d0 + row / chunk.rows, h = chunk.h0 + row % chunk.rows;
+        for (int64_t w0 = 0; w0 < c.out_w; w0 += kPiece) f(row, d, h, w0, std::min(kPiece, c.out_w - w0));
+    }
+}
+
 // The coordinates of a chunk of batch item n, as F.affine_grid or VoxelMorph's
 // SpatialTransformer computes them, rounded once to T.
 template <typename T>
@@ -130,42 +141,34 @@ void FillChunkGrid(WarpKind kind, const View5& parameters, const BaseCoordinates
     using S = ComputeType<T>;
     const int64_t sizes[3] = {c.out_w, c.out_h, c.out_d};
     const int64_t step = parameters.stride[4];
-#pragma omp parallel for schedule(static)
-    for (int64_t row = 0; row < chunk.Rows(); ++row) {
-        const int64_t d = chunk.d0 + row / chunk.rows, h = chunk.h0 + row % chunk.rows;
-        // The dot product in double, rounded once: PyTorch's bmm sums in the dtype, in BLAS's
-        // order; this is at least as close to the exact value.
-        double row_part[3] = {0, 0, 0}, x_part[3] = {0, 0, 0};
-        if (kind == WarpKind::kAffine)
-            for (int k = 0; k < 3; ++k) {
-                x_part[k] = ToCompute(*At<T>(parameters, n, k, 0));
-                row_part[k] = ToCompute(*At<T>(parameters, n, k, 1)) * base.y[h] +
-                              ToCompute(*At<T>(parameters, n, k, 2)) * base.z[d] + ToCompute(*At<T>(parameters, n, k, 3));
-            }
-        for (int64_t w0 = 0; w0 < c.out_w; w0 += kPiece) {
-            const int64_t count = std::min(kPiece, c.out_w - w0);
-            T* out = grid + (row * c.out_w + w0) * 3;
-            for (int k = 0; k < 3; ++k) {
-                S value[kPiece];
-                if (kind == WarpKind::kAffine) {
-                    const double* x = base.x + w0;
-                    for (int64_t i = 0; i < count; ++i) value[i] = static_cast<S>(x_part[k] * x[i] + row_part[k]);
-                } else {
-                    // VoxelMorph: 2 * ((position + flow) / (size - 1) - 0.5), x from the flow's channel 2.
-                    const T* flow = At<T>(parameters, n, 2 - k, d, h, w0);
-                    const S scale = static_cast<S>(sizes[k] - 1), fixed = static_cast<S>(k == 1 ? h : d);
-                    // Positions along W as int32 (exact in fp32 below 2^24, as PyTorch's
-                    // arange holds them), which the compiler converts in vectors.
-                    const auto first = static_cast<int32_t>(w0);
-                    for (int32_t i = 0; i < count; ++i) {
-                        const S position = k == 0 ? static_cast<S>(first + i) : fixed;
-                        value[i] = S(2) * ((position + ToCompute(flow[i * step])) / scale - S(0.5));
-                    }
+    ForEachRowPiece(c, chunk, [&](int64_t row, int64_t d, int64_t h, int64_t w0, int64_t count) {
+        T* out = grid + (row * c.out_w + w0) * 3;
+        for (int k = 0; k < 3; ++k) {
+            S value[kPiece];
+            if (kind == WarpKind::kAffine) {
+                // The dot product in double, rounded once: PyTorch's bmm sums in the dtype, in
+                // BLAS's order; this is at least as close to the exact value.
+                const double x_part = ToCompute(*At<T>(parameters, n, k, 0));
+                const double row_part = ToCompute(*At<T>(parameters, n, k, 1)) * base.y[h] +
+                                        ToCompute(*At<T>(parameters, n, k, 2)) * base.z[d] +
+                                        ToCompute(*At<T>(parameters, n, k, 3));
+                const double* x = base.x + w0;
+                for (int64_t i = 0; i < count; ++i) value[i] = static_cast<S>(x_part * x[i] + row_part);
+            } else {
+                // VoxelMorph: 2 * ((position + flow) / (size - 1) - 0.5), x from the flow's channel 2.
+                const T* flow = At<T>(parameters, n, 2 - k, d, h, w0);
+                const S scale = static_cast<S>(sizes[k] - 1), fixed = static_cast<S>(k == 1 ? h : d);
+                // Positions along W as int32 (exact in fp32 below 2^24, as PyTorch's arange
+                // holds them), which the compiler converts in vectors.
+                const auto first = static_cast<int32_t>(w0);
+                for (int32_t i = 0; i < count; ++i) {
+                    const S position = k == 0 ? static_cast<S>(first + i) : fixed;
+                    value[i] = S(2) * ((position + ToCompute(flow[i * step])) / scale - S(0.5));
                 }
-                for (int64_t i = 0; i < count; ++i) out[i * 3 + k] = FromCompute<T>(value[i]);
             }
+            for (int64_t i = 0; i < count; ++i) out[i * 3 + k] = FromCompute<T>(value[i]);
         }
-    }
+    });
 }
 
 // flowGrad of a chunk from its gridGrad, through VoxelMorph's normalization as autograd
@@ -175,22 +178,17 @@ void WriteFlowGrad(const T* grid_grad, const Chunking& c, int64_t n, const Chunk
     using S = ComputeType<T>;
     const int64_t sizes[3] = {c.out_w, c.out_h, c.out_d};
     const int64_t step = flow_grad.stride[4];
-#pragma omp parallel for schedule(static)
-    for (int64_t row = 0; row < chunk.Rows(); ++row) {
-        const int64_t d = chunk.d0 + row / chunk.rows, h = chunk.h0 + row % chunk.rows;
-        for (int64_t w0 = 0; w0 < c.out_w; w0 += kPiece) {
-            const int64_t count = std::min(kPiece, c.out_w - w0);
-            const T* from = grid_grad + (row * c.out_w + w0) * 3;
-            for (int k = 0; k < 3; ++k) {
-                S value[kPiece];
-                for (int64_t i = 0; i < count; ++i) value[i] = ToCompute(from[i * 3 + k]);
-                const S scale = static_cast<S>(sizes[k] - 1);
-                for (int64_t i = 0; i < count; ++i) value[i] = (S(2) * value[i]) / scale;
-                T* to = const_cast<T*>(At<T>(flow_grad, n, 2 - k, d, h, w0));
-                for (int64_t i = 0; i < count; ++i) to[i * step] = FromCompute<T>(value[i]);
-            }
+    ForEachRowPiece(c, chunk, [&](int64_t row, int64_t d, int64_t h, int64_t w0, int64_t count) {
+        const T* from = grid_grad + (row * c.out_w + w0) * 3;
+        for (int k = 0; k < 3; ++k) {
+            S value[kPiece];
+            for (int64_t i = 0; i < count; ++i) value[i] = ToCompute(from[i * 3 + k]);
+            const S scale = static_cast<S>(sizes[k] - 1);
+            for (int64_t i = 0; i < count; ++i) value[i] = (S(2) * value[i]) / scale;
+            T* to = const_cast<T*>(At<T>(flow_grad, n, 2 - k, d, h, w0));
+            for (int64_t i = 0; i < count; ++i) to[i * step] = FromCompute<T>(value[i]);
         }
-    }
+    });
 }
 
 // thetaGrad's terms of a chunk: gridGrad x (x, y, z, 1), summed in double per row in

@@ -26,6 +26,23 @@ aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, co
                         const RefOptions& options, std::optional<std::vector<bool>> output_mask,
                         aclTensor* input_grad, aclTensor* grid_grad, aclrtStream stream = TestStream());
 
+// Both phases of any two-phase call: size(args..., &bytes, &executor), then launch(workspace,
+// bytes, executor, stream) with a workspace from aclrtMalloc, then aclrtSynchronizeStream.
+// Returns the first status that is not success.
+template <typename Size, typename Launch, typename... Args>
+aclnnStatus RunTwoPhases(Size size, Launch launch, aclrtStream stream, Args... args) {
+    uint64_t bytes = 0;
+    aclOpExecutor* executor = nullptr;
+    aclnnStatus status = size(args..., &bytes, &executor);
+    if (status != ACLNN_SUCCESS) return status;
+    void* workspace = nullptr;
+    if (bytes && aclrtMalloc(&workspace, bytes, ACL_MEM_MALLOC_NORMAL_ONLY) != ACL_SUCCESS) return -1;
+    status = launch(workspace, bytes, executor, stream);
+    if (status == ACLNN_SUCCESS) status = aclrtSynchronizeStream(stream);
+    if (workspace) aclrtFree(workspace);
+    return status;
+}
+
 // Values with at most 8 significant bits (k / 64, |k| < 256, or k / 128 for grids), exact
 // in bf16, fp16, fp32 and double alike, so every dtype sees the same inputs.
 double RandomValue(std::mt19937& rng);
