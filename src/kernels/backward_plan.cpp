@@ -113,11 +113,8 @@ BackwardWorkspace WorkspaceAt(const WorkspaceLayout& layout, void* workspace) {
 
 BackwardArgs OneBatchItem(const BackwardArgs& args, int64_t n) {
     BackwardArgs item = args;
-    const int64_t bytes = static_cast<int64_t>(ElementBytes(args.type));
-    for (View5* view : {&item.grad_output, &item.input, &item.grid, &item.input_grad, &item.grid_grad}) {
-        if (view->data) view->data = static_cast<char*>(view->data) + n * view->stride[0] * bytes;
-        view->size[0] = 1;
-    }
+    for (View5* view : {&item.grad_output, &item.input, &item.grid, &item.input_grad, &item.grid_grad})
+        *view = BatchItem(*view, ElementBytes(args.type), n);
     return item;
 }
 

@@ -33,6 +33,17 @@ struct SlabPlan {
 constexpr int64_t kSegmentPoints = 65536;
 inline int64_t SegmentsPerRow(int64_t out_w) { return (out_w + kSegmentPoints - 1) / kSegmentPoints; }
 
+// The bilinear backward with inputGrad laid out NCDHW (dense within each batch item) and at
+// least this many channels runs batch item by batch item with channels last
+// (BackwardPath::kChannelsLastCopy).
+constexpr int64_t kChannelsLastBackwardMinChannels = 4;  // 2 channels lose: they run one by one there
+
+// gradOutput's channel stride as the int32 offsets of a gather of up to 16 lanes.
+inline bool GatherableChannelStride(int64_t stride) {
+    constexpr int64_t kMaxLanes = 16;
+    return stride >= -(INT32_MAX / kMaxLanes) && stride <= INT32_MAX / kMaxLanes;
+}
+
 enum class BackwardPath {
     kNothing,       // neither gradient asked for
     kGridGradOnly,  // gridGrad alone: rows in parallel, nothing scattered
@@ -94,7 +105,7 @@ struct BackwardWorkspace {
 
 BackwardWorkspace WorkspaceAt(const WorkspaceLayout& layout, void* workspace);
 
-// Batch item n of the arguments alone: every view of size 1 along N, its data offset to item n.
+// Batch item n of the arguments alone: every view's BatchItem.
 BackwardArgs OneBatchItem(const BackwardArgs& args, int64_t n);
 
 void RunBackward(const BackwardArgs& args, const BackwardPlan& plan, void* workspace);

@@ -30,6 +30,15 @@ inline int64_t LastElementOffset(const View5& view) {
     return last;
 }
 
+// Batch item n of a view alone: size 1 along N, its data offset to item n (a view without
+// data stays without).
+inline View5 BatchItem(const View5& view, size_t element_bytes, int64_t n) {
+    View5 item = view;
+    if (item.data) item.data = static_cast<char*>(item.data) + n * view.stride[0] * static_cast<int64_t>(element_bytes);
+    item.size[0] = 1;
+    return item;
+}
+
 struct ForwardArgs {
     ElementType type = ElementType::kFloat32;
     SamplerOptions options;
@@ -91,19 +100,6 @@ struct ForwardPlan {
 
 ForwardPlan PlanForward(const ForwardArgs& args);
 void RunForward(const ForwardArgs& args, const ForwardPlan& plan, void* workspace);
-
-// The bilinear backward with inputGrad laid out NCDHW (dense within each batch item) and at
-// least this many channels runs batch item by batch item with channels last
-// (backward_plan.h, BackwardPath::kChannelsLastCopy).
-constexpr int64_t kChannelsLastBackwardMinChannels = 4;  // 2 channels lose: they run one by one there
-
-// gradOutput's channel stride as the int32 offsets of a gather of up to 16 lanes.
-inline bool GatherableChannelStride(int64_t stride) {
-    constexpr int64_t kMaxLanes = 16;
-    return stride >= -(INT32_MAX / kMaxLanes) && stride <= INT32_MAX / kMaxLanes;
-}
-
-// The backward's entry points, with its plan, are in backward_plan.h.
 
 // The kernels of one element type (float, double, Half, BFloat16), each type in its own
 // translation unit (kernels_float32.cpp and its siblings); RunForward and RunBackward

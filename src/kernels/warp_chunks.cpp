@@ -68,16 +68,9 @@ Chunk ChunkAt(const Chunking& c, int64_t k) {
     return chunk;
 }
 
-// Batch item n of a volume view (N, C, D, H, W): its input-sized whole, or a chunk's part.
-View5 Item(const View5& view, size_t element_bytes, int64_t n) {
-    View5 s = view;
-    if (s.data) s.data = static_cast<char*>(s.data) + n * view.stride[0] * static_cast<int64_t>(element_bytes);
-    s.size[0] = 1;
-    return s;
-}
-
+// A chunk's part of batch item n of a volume view (N, C, D, H, W).
 View5 ChunkOf(const View5& view, size_t element_bytes, int64_t n, const Chunk& chunk) {
-    View5 s = Item(view, element_bytes, n);
+    View5 s = BatchItem(view, element_bytes, n);
     if (s.data)
         s.data = static_cast<char*>(s.data) +
                  (chunk.d0 * view.stride[2] + chunk.h0 * view.stride[3]) * static_cast<int64_t>(element_bytes);
@@ -232,7 +225,7 @@ ForwardArgs ChunkForwardArgs(const WarpForwardArgs& args, const Chunking& c, voi
     ForwardArgs f;
     f.type = args.type;
     f.options = args.options;
-    f.input = Item(args.input, bytes, n);
+    f.input = BatchItem(args.input, bytes, n);
     f.grid = ChunkGrid(grid, c, chunk);
     f.out = ChunkOf(args.out, bytes, n, chunk);
     return f;
@@ -246,8 +239,8 @@ BackwardArgs ChunkBackwardArgs(const WarpBackwardArgs& args, const Chunking& c, 
     b.type = args.type;
     b.options = args.options;
     b.grad_output = ChunkOf(args.grad_output, bytes, n, chunk);
-    b.input = Item(args.input, bytes, n);
-    b.input_grad = Item(args.input_grad, bytes, n);
+    b.input = BatchItem(args.input, bytes, n);
+    b.input_grad = BatchItem(args.input_grad, bytes, n);
     b.grid = ChunkGrid(grid, c, chunk);
     b.grid_grad = ChunkGrid(grid_grad, c, chunk);
     b.compute_input_grad = args.compute_input_grad;
