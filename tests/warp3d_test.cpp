@@ -35,13 +35,13 @@ double Base(int64_t i, int64_t steps, bool align) {
 }
 
 Array5 AffineGrid(const std::vector<double>& theta, bool align, OutDims out = kOut) {
-    const int64_t kOutD = out.d, kOutH = out.h, kOutW = out.w;
-    Array5 grid(kN, kOutD, kOutH, kOutW, 3);
+    const int64_t out_d = out.d, out_h = out.h, out_w = out.w;
+    Array5 grid(kN, out_d, out_h, out_w, 3);
     for (int64_t n = 0; n < kN; ++n)
-        for (int64_t d = 0; d < kOutD; ++d)
-            for (int64_t h = 0; h < kOutH; ++h)
-                for (int64_t w = 0; w < kOutW; ++w) {
-                    const double b[4] = {Base(w, kOutW, align), Base(h, kOutH, align), Base(d, kOutD, align), 1};
+        for (int64_t d = 0; d < out_d; ++d)
+            for (int64_t h = 0; h < out_h; ++h)
+                for (int64_t w = 0; w < out_w; ++w) {
+                    const double b[4] = {Base(w, out_w, align), Base(h, out_h, align), Base(d, out_d, align), 1};
                     for (int c = 0; c < 3; ++c) {
                         double v = 0;
                         for (int k = 0; k < 4; ++k) v += theta[n * 12 + c * 4 + k] * b[k];
@@ -52,13 +52,13 @@ Array5 AffineGrid(const std::vector<double>& theta, bool align, OutDims out = kO
 }
 
 Array5 FlowGrid(const Array5& flow) {  // flow (N, 3, D, H, W) in voxels along (D, H, W)
-    const int64_t kOutD = kOut.d, kOutH = kOut.h, kOutW = kOut.w;
-    Array5 grid(kN, kOutD, kOutH, kOutW, 3);
-    const int64_t sizes[3] = {kOutW, kOutH, kOutD};
+    const int64_t out_d = kOut.d, out_h = kOut.h, out_w = kOut.w;
+    Array5 grid(kN, out_d, out_h, out_w, 3);
+    const int64_t sizes[3] = {out_w, out_h, out_d};
     for (int64_t n = 0; n < kN; ++n)
-        for (int64_t d = 0; d < kOutD; ++d)
-            for (int64_t h = 0; h < kOutH; ++h)
-                for (int64_t w = 0; w < kOutW; ++w) {
+        for (int64_t d = 0; d < out_d; ++d)
+            for (int64_t h = 0; h < out_h; ++h)
+                for (int64_t w = 0; w < out_w; ++w) {
                     const int64_t position[3] = {w, h, d};
                     for (int c = 0; c < 3; ++c)
                         grid.at(n, d, h, w, c) =
@@ -86,10 +86,10 @@ Array5 RandomFlow(std::mt19937& rng) {
 void RunWarp(bool affine, const RefOptions& o, const Array5& input_values, const std::vector<double>& theta,
          const Array5& flow, const Array5& grad_values, Array5* out_values, Array5* input_grad_values,
          std::vector<double>* parameters_grad_values, OutDims dims = kOut) {
-    const int64_t kOutD = dims.d, kOutH = dims.h, kOutW = dims.w;
+    const int64_t out_d = dims.d, out_h = dims.h, out_w = dims.w;
     TestTensor input(VolumeDims(kN, kC, kD, kH, kW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
-    TestTensor grad(VolumeDims(kN, kC, kOutD, kOutH, kOutW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
-    TestTensor out(VolumeDims(kN, kC, kOutD, kOutH, kOutW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+    TestTensor grad(VolumeDims(kN, kC, out_d, out_h, out_w, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+    TestTensor out(VolumeDims(kN, kC, out_d, out_h, out_w, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
     TestTensor input_grad(VolumeDims(kN, kC, kD, kH, kW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
     StoreVolume(input_values, false, &input);
     StoreVolume(grad_values, false, &grad);
@@ -108,8 +108,8 @@ void RunWarp(bool affine, const RefOptions& o, const Array5& input_values, const
         parameters_grad_values->resize(kN * 12);
         for (int64_t i = 0; i < kN * 12; ++i) (*parameters_grad_values)[i] = parameters_grad.Get(i);
     } else {
-        TestTensor parameters(VolumeDims(kN, 3, kOutD, kOutH, kOutW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
-        TestTensor parameters_grad(VolumeDims(kN, 3, kOutD, kOutH, kOutW, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+        TestTensor parameters(VolumeDims(kN, 3, out_d, out_h, out_w, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
+        TestTensor parameters_grad(VolumeDims(kN, 3, out_d, out_h, out_w, false), ACL_DOUBLE, ACL_FORMAT_NCDHW);
         StoreVolume(flow, false, &parameters);
         ASSERT_EQ(RunTwoPhases(gs3dDisplacementWarp3DGetWorkspaceSize, gs3dDisplacementWarp3D, TestStream(), input.get(), parameters.get(),
                       int64_t{o.interpolation}, int64_t{o.padding}, out.get()),
@@ -136,9 +136,9 @@ class Warp3D : public ::testing::TestWithParam<std::tuple<int, int, bool, bool>>
 TEST_P(Warp3D, MatchesTheReferenceAtTheWarpsCoordinates) {
     std::mt19937 rng(17);
     const RefOptions o = {std::get<0>(GetParam()), std::get<1>(GetParam()), Align()};
-    const int64_t kOutD = kOut.d, kOutH = kOut.h, kOutW = kOut.w;
+    const int64_t out_d = kOut.d, out_h = kOut.h, out_w = kOut.w;
     const Array5 input = RandomArray(rng, kN, kC, kD, kH, kW);
-    const Array5 grad = RandomArray(rng, kN, kC, kOutD, kOutH, kOutW);
+    const Array5 grad = RandomArray(rng, kN, kC, out_d, out_h, out_w);
     const std::vector<double> theta = RandomTheta(rng);
     const Array5 flow = RandomFlow(rng);
     const Array5 grid = Affine() ? AffineGrid(theta, Align()) : FlowGrid(flow);
@@ -155,11 +155,11 @@ TEST_P(Warp3D, MatchesTheReferenceAtTheWarpsCoordinates) {
             for (int c = 0; c < 3; ++c)
                 for (int k = 0; k < 4; ++k) {
                     double expected = 0, magnitude = 0;
-                    for (int64_t d = 0; d < kOutD; ++d)
-                        for (int64_t h = 0; h < kOutH; ++h)
-                            for (int64_t w = 0; w < kOutW; ++w) {
-                                const double b[4] = {Base(w, kOutW, Align()), Base(h, kOutH, Align()),
-                                                     Base(d, kOutD, Align()), 1};
+                    for (int64_t d = 0; d < out_d; ++d)
+                        for (int64_t h = 0; h < out_h; ++h)
+                            for (int64_t w = 0; w < out_w; ++w) {
+                                const double b[4] = {Base(w, out_w, Align()), Base(h, out_h, Align()),
+                                                     Base(d, out_d, Align()), 1};
                                 expected += grid_grad.at(n, d, h, w, c) * b[k];
                                 magnitude += std::fabs(grid_grad.at(n, d, h, w, c) * b[k]);
                             }
@@ -168,15 +168,15 @@ TEST_P(Warp3D, MatchesTheReferenceAtTheWarpsCoordinates) {
                         << "thetaGrad[" << n << "][" << c << "][" << k << "]";
                 }
     } else {
-        Array5 expected(kN, 3, kOutD, kOutH, kOutW);
-        const int64_t sizes[3] = {kOutW, kOutH, kOutD};
+        Array5 expected(kN, 3, out_d, out_h, out_w);
+        const int64_t sizes[3] = {out_w, out_h, out_d};
         for (int64_t i = 0; i < grid_grad.Count(); ++i) {
             const int c = static_cast<int>(i % 3);
-            const int64_t point = i / 3, w = point % kOutW, h = point / kOutW % kOutH, d = point / (kOutW * kOutH) % kOutD,
-                          n = point / (kOutW * kOutH * kOutD);
+            const int64_t point = i / 3, w = point % out_w, h = point / out_w % out_h, d = point / (out_w * out_h) % out_d,
+                          n = point / (out_w * out_h * out_d);
             expected.at(n, 2 - c, d, h, w) = 2 * grid_grad.values[i] / static_cast<double>(sizes[c] - 1);
         }
-        Array5 actual(kN, 3, kOutD, kOutH, kOutW);
+        Array5 actual(kN, 3, out_d, out_h, out_w);
         actual.values = parameters_grad;
         EXPECT_EQ(CompareArrays(actual, expected, ACL_DOUBLE), "") << "flowGrad";
     }

@@ -28,18 +28,6 @@ class AclSession : public ::testing::Environment {
     }
 };
 
-// Allocates the workspace, launches, synchronises, frees.
-template <typename Launch>
-aclnnStatus LaunchWithWorkspace(uint64_t workspace_size, aclrtStream stream, Launch&& launch) {
-    void* workspace = nullptr;
-    if (workspace_size > 0 && aclrtMalloc(&workspace, workspace_size, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS)
-        return ACLNN_ERR_RUNTIME_ERROR;
-    aclnnStatus status = launch(workspace);
-    if (status == ACLNN_SUCCESS && aclrtSynchronizeStream(stream) != ACL_SUCCESS) status = ACLNN_ERR_RUNTIME_ERROR;
-    if (workspace) aclrtFree(workspace);
-    return status;
-}
-
 }  // namespace
 
 void RegisterAclSession() { ::testing::AddGlobalTestEnvironment(new AclSession); }
@@ -47,14 +35,8 @@ aclrtStream TestStream() { return session_stream; }
 
 aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const RefOptions& options, aclTensor* out,
                        aclrtStream stream) {
-    uint64_t workspace_size = 0;
-    aclOpExecutor* executor = nullptr;
-    aclnnStatus status = aclnnGridSampler3DGetWorkspaceSize(input, grid, options.interpolation, options.padding,
-                                                            options.align_corners, out, &workspace_size, &executor);
-    if (status != ACLNN_SUCCESS) return status;
-    return LaunchWithWorkspace(workspace_size, stream, [&](void* workspace) {
-        return aclnnGridSampler3D(workspace, workspace_size, executor, stream);
-    });
+    return RunTwoPhases(aclnnGridSampler3DGetWorkspaceSize, aclnnGridSampler3D, stream, input, grid,
+                        options.interpolation, options.padding, options.align_corners, out);
 }
 
 aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, const aclTensor* grid,
@@ -66,16 +48,12 @@ aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, co
         std::copy(output_mask->begin(), output_mask->end(), values);
         mask = aclCreateBoolArray(values, output_mask->size());
     }
-    uint64_t workspace_size = 0;
-    aclOpExecutor* executor = nullptr;
-    aclnnStatus status = aclnnGridSampler3DBackwardGetWorkspaceSize(
-        grad_output, input, grid, options.interpolation, options.padding, options.align_corners, mask, input_grad,
-        grid_grad, &workspace_size, &executor);
+    const aclnnStatus status =
+        RunTwoPhases(aclnnGridSampler3DBackwardGetWorkspaceSize, aclnnGridSampler3DBackward, stream, grad_output,
+                     input, grid, options.interpolation, options.padding, options.align_corners,
+                     static_cast<const aclBoolArray*>(mask), input_grad, grid_grad);
     aclDestroyBoolArray(mask);
-    if (status != ACLNN_SUCCESS) return status;
-    return LaunchWithWorkspace(workspace_size, stream, [&](void* workspace) {
-        return aclnnGridSampler3DBackward(workspace, workspace_size, executor, stream);
-    });
+    return status;
 }
 
 double RandomValue(std::mt19937& rng) {

@@ -26,9 +26,10 @@ aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, co
                         const RefOptions& options, std::optional<std::vector<bool>> output_mask,
                         aclTensor* input_grad, aclTensor* grid_grad, aclrtStream stream = TestStream());
 
-// Both phases of any two-phase call: size(args..., &bytes, &executor), then launch(workspace,
-// bytes, executor, stream) with a workspace from aclrtMalloc, then aclrtSynchronizeStream.
-// Returns the first status that is not success.
+// Both phases of any two-phase call (the grid sampler's, the warps'): size(args..., &bytes,
+// &executor), then launch(workspace, bytes, executor, stream) with a workspace from
+// aclrtMalloc, then aclrtSynchronizeStream; frees the workspace. Returns the first status that
+// is not success (ACLNN_ERR_RUNTIME_ERROR for a failed allocation or synchronisation).
 template <typename Size, typename Launch, typename... Args>
 aclnnStatus RunTwoPhases(Size size, Launch launch, aclrtStream stream, Args... args) {
     uint64_t bytes = 0;
@@ -36,9 +37,10 @@ aclnnStatus RunTwoPhases(Size size, Launch launch, aclrtStream stream, Args... a
     aclnnStatus status = size(args..., &bytes, &executor);
     if (status != ACLNN_SUCCESS) return status;
     void* workspace = nullptr;
-    if (bytes && aclrtMalloc(&workspace, bytes, ACL_MEM_MALLOC_NORMAL_ONLY) != ACL_SUCCESS) return -1;
+    if (bytes > 0 && aclrtMalloc(&workspace, bytes, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS)
+        return ACLNN_ERR_RUNTIME_ERROR;
     status = launch(workspace, bytes, executor, stream);
-    if (status == ACLNN_SUCCESS) status = aclrtSynchronizeStream(stream);
+    if (status == ACLNN_SUCCESS && aclrtSynchronizeStream(stream) != ACL_SUCCESS) status = ACLNN_ERR_RUNTIME_ERROR;
     if (workspace) aclrtFree(workspace);
     return status;
 }
