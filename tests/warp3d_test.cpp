@@ -3,7 +3,8 @@
 // normalization of position + flow), thetaGrad and flowGrad against central finite
 // differences of the library's own fp64 forward, and the argument checks (status, message,
 // outputs untouched on refusal). Outputs of (20, 7, 1000) points: several chunks of the
-// library's workspace (65536 points each), so the sums across chunks are checked too.
+// library's workspace (65536 points each), so the sums across chunks are checked too, and rows
+// of 1001 points, so that every SIMD target's rows end in points done one at a time.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,7 +24,7 @@ constexpr int64_t kN = 2, kC = 2, kD = 5, kH = 6, kW = 7;     // input
 struct OutDims {
     int64_t d, h, w;
 };
-constexpr OutDims kOut = {20, 7, 1000};  // output: 140000 points per item, in 3 chunks
+constexpr OutDims kOut = {20, 7, 1001};  // output: 140140 points per item, in 3 chunks
 constexpr double kStep = 1e-6;                                  // finite differences
 
 // F.affine_grid's base coordinate i of `steps` (linspace(-1, 1), times (steps - 1) / steps
@@ -163,7 +164,7 @@ TEST_P(Warp3D, MatchesTheReferenceAtTheWarpsCoordinates) {
                                 expected += grid_grad.at(n, d, h, w, c) * b[k];
                                 magnitude += std::fabs(grid_grad.at(n, d, h, w, c) * b[k]);
                             }
-                    // Sums of 140000 terms in other orders: 64 ulps of the terms' magnitude.
+                    // Sums of 140140 terms in other orders: 64 ulps of the terms' magnitude.
                     EXPECT_NEAR(parameters_grad[n * 12 + c * 4 + k], expected, 64 * 0x1p-52 * magnitude + 1e-300)
                         << "thetaGrad[" << n << "][" << c << "][" << k << "]";
                 }
@@ -284,6 +285,46 @@ TEST(Warp3DChecks, RefusalsNameTheArgumentAndWriteNothing) {
     for (int64_t i = 0; i < thin_out.count(); ++i) EXPECT_EQ(thin_out.Get(i), 7);
     for (int64_t i = 0; i < input_grad.count(); ++i) EXPECT_EQ(input_grad.Get(i), 7);
     for (int64_t i = 0; i < theta_grad.count(); ++i) EXPECT_EQ(theta_grad.Get(i), 7);
+}
+
+// A flow packed along W (NCDHW) has its coordinates and flowGrad computed in vectors; one
+// given channels-last, point by point (warp_rows.cpp). Both by the same formulas: the same
+// bits in fp32 (a vector path's mistake, a lane or an axis out of place, shows as a
+// difference), rows of 37 points ending in points done one at a time on every target.
+TEST(Warp3DRows, VectorRowsEqualPointByPointRows) {
+    std::mt19937 rng(29);
+    constexpr OutDims kRows = {3, 4, 37};
+    const Array5 input_values = RandomArray(rng, 1, 1, kD, kH, kW), grad_values = RandomArray(rng, 1, 1, kRows.d, kRows.h, kRows.w);
+    Array5 flow_values(1, 3, kRows.d, kRows.h, kRows.w);
+    std::normal_distribution<double> voxels(0, 1.5);
+    for (double& v : flow_values.values) v = voxels(rng);
+    Array5 results[2][3];  // per flow layout: out, inputGrad, flowGrad
+    for (const bool channels_last : {false, true}) {
+        TestTensor input(VolumeDims(1, 1, kD, kH, kW, false), ACL_FLOAT, ACL_FORMAT_NCDHW);
+        TestTensor grad(VolumeDims(1, 1, kRows.d, kRows.h, kRows.w, false), ACL_FLOAT, ACL_FORMAT_NCDHW);
+        TestTensor out(VolumeDims(1, 1, kRows.d, kRows.h, kRows.w, false), ACL_FLOAT, ACL_FORMAT_NCDHW);
+        TestTensor input_grad(VolumeDims(1, 1, kD, kH, kW, false), ACL_FLOAT, ACL_FORMAT_NCDHW);
+        const aclFormat format = channels_last ? ACL_FORMAT_NDHWC : ACL_FORMAT_NCDHW;
+        TestTensor flow(VolumeDims(1, 3, kRows.d, kRows.h, kRows.w, channels_last), ACL_FLOAT, format);
+        TestTensor flow_grad(VolumeDims(1, 3, kRows.d, kRows.h, kRows.w, channels_last), ACL_FLOAT, format);
+        StoreVolume(input_values, false, &input);
+        StoreVolume(grad_values, false, &grad);
+        StoreVolume(flow_values, channels_last, &flow);
+        ASSERT_EQ(RunTwoPhases(gs3dDisplacementWarp3DGetWorkspaceSize, gs3dDisplacementWarp3D, TestStream(), input.get(),
+                               flow.get(), int64_t{0}, int64_t{1}, out.get()),
+                  ACLNN_SUCCESS)
+            << aclGetRecentErrMsg();
+        ASSERT_EQ(RunTwoPhases(gs3dDisplacementWarp3DBackwardGetWorkspaceSize, gs3dDisplacementWarp3DBackward, TestStream(),
+                               grad.get(), input.get(), flow.get(), int64_t{0}, int64_t{1},
+                               static_cast<const aclBoolArray*>(nullptr), input_grad.get(), flow_grad.get()),
+                  ACLNN_SUCCESS)
+            << aclGetRecentErrMsg();
+        results[channels_last][0] = LoadVolume(out, false);
+        results[channels_last][1] = LoadVolume(input_grad, false);
+        results[channels_last][2] = LoadVolume(flow_grad, channels_last);
+    }
+    const char* names[3] = {"out", "inputGrad", "flowGrad"};
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(results[0][k].values, results[1][k].values) << names[k];
 }
 
 // flowGrad's dims are read in the flow's format, as inputGrad's are in the input's: a flow

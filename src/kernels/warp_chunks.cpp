@@ -3,20 +3,10 @@
 #include <algorithm>
 
 #include "kernels/element_types.h"
+#include "kernels/warp_rows.h"
 
 namespace gs3d::kernels {
 namespace {
-
-// Calls f with a value of the element type's C++ type (its value is not used).
-template <typename F>
-void DispatchElement(ElementType type, F&& f) {
-    switch (type) {
-        case ElementType::kFloat32: return f(float{});
-        case ElementType::kFloat64: return f(double{});
-        case ElementType::kFloat16: return f(Half{});
-        case ElementType::kBFloat16: return f(BFloat16{});
-    }
-}
 
 // F.affine_grid's base coordinate i of `steps` along one axis, in the compute type as
 // PyTorch computes it in the dtype: linspace(-1, 1, steps) (from both ends, as its kernel),
@@ -28,44 +18,6 @@ S BaseCoordinate(int64_t i, int64_t steps, bool align_corners) {
     S v = i < steps / 2 ? S(-1) + step * static_cast<S>(i) : S(1) - step * static_cast<S>(steps - i - 1);
     if (!align_corners) v = v * static_cast<S>(steps - 1) / static_cast<S>(steps);
     return v;
-}
-
-// The output's shape and its chunks: bands of rows along H over every plane (D), as the
-// backward's scan orders its rows (row_order.h: band after band, each plane after plane), so
-// that a chunked warp visits the rows in the order one call on the whole grid would; where one
-// row of H over every plane is too many points, planes in groups too.
-struct Chunking {
-    int64_t batch, out_d, out_h, out_w;
-    int64_t chunk_rows, chunk_planes;  // along H and D
-    int64_t h_chunks, d_chunks, chunks;
-};
-
-// Chunk k: planes [d0, d0 + planes), rows [h0, h0 + rows) of each.
-struct Chunk {
-    int64_t d0, planes, h0, rows;
-    int64_t Rows() const { return planes * rows; }  // grid rows (d, h) in it
-};
-
-Chunking ChunkingOf(const View5& out) {
-    Chunking c{out.size[0], out.size[2], out.size[3], out.size[4], 1, 1, 1, 1, 1};
-    const int64_t row_points = std::max<int64_t>(1, c.out_w);
-    c.chunk_rows = std::clamp<int64_t>(kWarpChunkPoints / std::max<int64_t>(1, c.out_d * row_points), 1,
-                                       std::max<int64_t>(1, c.out_h));
-    c.chunk_planes = c.chunk_rows > 1 ? std::max<int64_t>(1, c.out_d)
-                                      : std::clamp<int64_t>(kWarpChunkPoints / row_points, 1, std::max<int64_t>(1, c.out_d));
-    c.h_chunks = std::max<int64_t>(1, CeilDiv(c.out_h, c.chunk_rows));
-    c.d_chunks = std::max<int64_t>(1, CeilDiv(c.out_d, c.chunk_planes));
-    c.chunks = c.h_chunks * c.d_chunks;
-    return c;
-}
-
-Chunk ChunkAt(const Chunking& c, int64_t k) {
-    Chunk chunk;
-    chunk.h0 = k / c.d_chunks * c.chunk_rows;
-    chunk.rows = std::max<int64_t>(0, std::min(c.chunk_rows, c.out_h - chunk.h0));
-    chunk.d0 = k % c.d_chunks * c.chunk_planes;
-    chunk.planes = std::max<int64_t>(0, std::min(c.chunk_planes, c.out_d - chunk.d0));
-    return chunk;
 }
 
 // A chunk's part of batch item n of a volume view (N, C, D, H, W).
@@ -90,18 +42,7 @@ View5 ChunkGrid(void* data, const Chunking& c, const Chunk& chunk) {
     return g;
 }
 
-template <typename T>
-const T* At(const View5& v, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 = 0, int64_t i4 = 0) {
-    return static_cast<const T*>(v.data) + i0 * v.stride[0] + i1 * v.stride[1] + i2 * v.stride[2] + i3 * v.stride[3] +
-           i4 * v.stride[4];
-}
-
-// F.affine_grid's base coordinates of each axis, in double (exact from the compute type):
-// x (W), then y (H), then z (D), out_w + out_h + out_d values.
-struct BaseCoordinates {
-    const double *x, *y, *z;
-};
-
+// Every axis's base coordinates into `values` (out_w + out_h + out_d doubles).
 template <typename S>
 BaseCoordinates FillBaseCoordinates(const Chunking& c, bool align_corners, double* values) {
     const BaseCoordinates base{values, values + c.out_w, values + c.out_w + c.out_h};
@@ -109,115 +50,6 @@ BaseCoordinates FillBaseCoordinates(const Chunking& c, bool align_corners, doubl
     for (int64_t i = 0; i < c.out_h; ++i) values[c.out_w + i] = BaseCoordinate<S>(i, c.out_h, align_corners);
     for (int64_t i = 0; i < c.out_d; ++i) values[c.out_w + c.out_h + i] = BaseCoordinate<S>(i, c.out_d, align_corners);
     return base;
-}
-
-// Rows are computed in pieces of this many points, one coordinate at a time into a buffer
-// (loops the compiler vectorizes, divisions included), then interleaved as (x, y, z).
-constexpr int64_t kPiece = 256;
-
-// Calls f(row, d, h, w0, count) for every piece of up to kPiece points of each grid row of a
-// chunk (row: its index in the chunk), the rows in parallel.
-template <typename F>
-void ForEachRowPiece(const Chunking& c, const Chunk& chunk, F&& f) {
-#pragma omp parallel for schedule(static)
-    for (int64_t row = 0; row < chunk.Rows(); ++row) {
-        const int64_t d = chunk.d0 + row / chunk.rows, h = chunk.h0 + row % chunk.rows;
-        for (int64_t w0 = 0; w0 < c.out_w; w0 += kPiece) f(row, d, h, w0, std::min(kPiece, c.out_w - w0));
-    }
-}
-
-// The coordinates of a chunk of batch item n, as F.affine_grid or VoxelMorph's
-// SpatialTransformer computes them, rounded once to T.
-template <typename T>
-void FillChunkGrid(WarpKind kind, const View5& parameters, const BaseCoordinates& base, const Chunking& c, int64_t n,
-                   const Chunk& chunk, T* grid) {
-    using S = ComputeType<T>;
-    const int64_t sizes[3] = {c.out_w, c.out_h, c.out_d};
-    const int64_t step = parameters.stride[4];
-    ForEachRowPiece(c, chunk, [&](int64_t row, int64_t d, int64_t h, int64_t w0, int64_t count) {
-        T* out = grid + (row * c.out_w + w0) * 3;
-        for (int k = 0; k < 3; ++k) {
-            S value[kPiece];
-            if (kind == WarpKind::kAffine) {
-                // The dot product in double, rounded once: PyTorch's bmm sums in the dtype, in
-                // BLAS's order; this is at least as close to the exact value.
-                const double x_part = ToCompute(*At<T>(parameters, n, k, 0));
-                const double row_part = ToCompute(*At<T>(parameters, n, k, 1)) * base.y[h] +
-                                        ToCompute(*At<T>(parameters, n, k, 2)) * base.z[d] +
-                                        ToCompute(*At<T>(parameters, n, k, 3));
-                const double* x = base.x + w0;
-                for (int64_t i = 0; i < count; ++i) value[i] = static_cast<S>(x_part * x[i] + row_part);
-            } else {
-                // VoxelMorph: 2 * ((position + flow) / (size - 1) - 0.5), x from the flow's channel 2.
-                const T* flow = At<T>(parameters, n, 2 - k, d, h, w0);
-                const S scale = static_cast<S>(sizes[k] - 1), fixed = static_cast<S>(k == 1 ? h : d);
-                // Positions along W as int32 (exact in fp32 below 2^24, as PyTorch's arange
-                // holds them), which the compiler converts in vectors.
-                const auto first = static_cast<int32_t>(w0);
-                for (int32_t i = 0; i < count; ++i) {
-                    const S position = k == 0 ? static_cast<S>(first + i) : fixed;
-                    value[i] = S(2) * ((position + ToCompute(flow[i * step])) / scale - S(0.5));
-                }
-            }
-            for (int64_t i = 0; i < count; ++i) out[i * 3 + k] = FromCompute<T>(value[i]);
-        }
-    });
-}
-
-// flowGrad of a chunk from its gridGrad, through VoxelMorph's normalization as autograd
-// differentiates it: (2 * gridGrad) / (size - 1).
-template <typename T>
-void WriteFlowGrad(const T* grid_grad, const Chunking& c, int64_t n, const Chunk& chunk, const View5& flow_grad) {
-    using S = ComputeType<T>;
-    const int64_t sizes[3] = {c.out_w, c.out_h, c.out_d};
-    const int64_t step = flow_grad.stride[4];
-    ForEachRowPiece(c, chunk, [&](int64_t row, int64_t d, int64_t h, int64_t w0, int64_t count) {
-        const T* from = grid_grad + (row * c.out_w + w0) * 3;
-        for (int k = 0; k < 3; ++k) {
-            S value[kPiece];
-            for (int64_t i = 0; i < count; ++i) value[i] = ToCompute(from[i * 3 + k]);
-            const S scale = static_cast<S>(sizes[k] - 1);
-            for (int64_t i = 0; i < count; ++i) value[i] = (S(2) * value[i]) / scale;
-            T* to = const_cast<T*>(At<T>(flow_grad, n, 2 - k, d, h, w0));
-            for (int64_t i = 0; i < count; ++i) to[i * step] = FromCompute<T>(value[i]);
-        }
-    });
-}
-
-// thetaGrad's terms of a chunk: gridGrad x (x, y, z, 1), summed in double per row in
-// parallel (6 sums a row: by x and plain, per component), then the rows in order into `sum`:
-// the same order for any thread count.
-template <typename T>
-void AddThetaGrad(const T* grid_grad, const BaseCoordinates& base, const Chunking& c, const Chunk& chunk,
-                  double* partials, double sum[12]) {
-    const int64_t rows = chunk.Rows();
-#pragma omp parallel for schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
-        const T* from = grid_grad + row * c.out_w * 3;
-        // Four sums per term, every fourth point each, then added in order: four chains of
-        // additions instead of one (the sum's latency bound), in an order fixed by the shape.
-        double by_x[4][3] = {}, plain[4][3] = {};
-        for (int64_t w = 0; w < c.out_w; ++w)
-            for (int k = 0; k < 3; ++k) {
-                const double g = ToCompute(from[w * 3 + k]);
-                by_x[w & 3][k] += g * base.x[w];
-                plain[w & 3][k] += g;
-            }
-        for (int k = 0; k < 3; ++k) {
-            partials[row * 6 + k] = (by_x[0][k] + by_x[1][k]) + (by_x[2][k] + by_x[3][k]);
-            partials[row * 6 + 3 + k] = (plain[0][k] + plain[1][k]) + (plain[2][k] + plain[3][k]);
-        }
-    }
-    for (int64_t row = 0; row < rows; ++row) {
-        const double y = base.y[chunk.h0 + row % chunk.rows], z = base.z[chunk.d0 + row / chunk.rows];
-        for (int k = 0; k < 3; ++k) {
-            const double plain = partials[row * 6 + 3 + k];
-            sum[k * 4 + 0] += partials[row * 6 + k];
-            sum[k * 4 + 1] += plain * y;
-            sum[k * 4 + 2] += plain * z;
-            sum[k * 4 + 3] += plain;
-        }
-    }
 }
 
 ForwardArgs ChunkForwardArgs(const WarpForwardArgs& args, const Chunking& c, void* grid, int64_t n, const Chunk& chunk) {
@@ -314,7 +146,7 @@ void RunWarpForward(const WarpForwardArgs& args, const WarpPlan& plan, void* wor
         for (int64_t n = 0; n < c.batch; ++n)
             for (int64_t k = 0; k < c.chunks; ++k) {
                 const Chunk chunk = ChunkAt(c, k);
-                FillChunkGrid<T>(args.kind, args.parameters, coordinates, c, n, chunk, grid);
+                FillWarpGrid(args.type, args.kind, args.parameters, coordinates, c, n, chunk, grid);
                 ForwardArgs f = ChunkForwardArgs(args, c, grid, n, chunk);
                 f.input_copied = k > 0;  // the item's channels-last copy, made by its first chunk
                 RunForward(f, plan.forward, workspace);
@@ -338,17 +170,19 @@ void RunWarpBackward(const WarpBackwardArgs& args, const WarpPlan& plan, void* w
             double sum[12] = {0};
             for (int64_t k = 0; k < c.chunks; ++k) {
                 const Chunk chunk = ChunkAt(c, k);
-                FillChunkGrid<T>(args.kind, args.parameters, coordinates, c, n, chunk, grid);
+                FillWarpGrid(args.type, args.kind, args.parameters, coordinates, c, n, chunk, grid);
                 RunBackward(ChunkBackwardArgs(args, c, grid, grid_grad, n, k), plan.backward[ChunkShape(c, k)], workspace);
                 if (!args.compute_parameters_grad) continue;
                 if (theta_grad)
-                    AddThetaGrad<T>(grid_grad, coordinates, c, chunk, partials, sum);
+                    AddWarpThetaGrad(args.type, grid_grad, coordinates, c, chunk, partials, sum);
                 else
-                    WriteFlowGrad<T>(grid_grad, c, n, chunk, args.parameters_grad);
+                    WriteWarpFlowGrad(args.type, grid_grad, c, n, chunk, args.parameters_grad);
             }
             if (theta_grad)
                 for (int k = 0; k < 12; ++k)
-                    *const_cast<T*>(At<T>(args.parameters_grad, n, k / 4, k % 4)) =
+                    static_cast<T*>(args.parameters_grad.data)[n * args.parameters_grad.stride[0] +
+                                                               k / 4 * args.parameters_grad.stride[1] +
+                                                               k % 4 * args.parameters_grad.stride[2]] =
                         FromCompute<T>(static_cast<ComputeType<T>>(sum[k]));
         }
     });

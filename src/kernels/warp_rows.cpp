@@ -1,0 +1,249 @@
+// The fused warps' per-row arithmetic (warp_rows.h), compiled per SIMD target: a row's
+// coordinates and flowGrad in vectors, (x, y, z) interleaved by the target's shuffles,
+// where the row is in the compute type and packed along W (fp32 and fp64, NCDHW and
+// channels-first flows). Elsewhere (fp16, bf16, strided rows) point by point, by the same
+// formulas. In baseline x86-64 code, one value at a time, the displacement warp's
+// coordinates and flowGrad took a fifth of its forward + backward.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/warp_rows.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/simd_loads-inl.h"
+#include "kernels/warp_rows.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gs3d::kernels {
+namespace HWY_NAMESPACE {
+namespace {
+
+template <typename T>
+T* At(const View5& v, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 = 0, int64_t i4 = 0) {
+    return static_cast<T*>(v.data) + i0 * v.stride[0] + i1 * v.stride[1] + i2 * v.stride[2] + i3 * v.stride[3] +
+           i4 * v.stride[4];
+}
+
+// Calls f(row, d, h) for every grid row of a chunk (row: its index in the chunk), in parallel.
+template <typename F>
+void ForEachRow(const Chunk& chunk, F&& f) {
+#pragma omp parallel for schedule(static)
+    for (int64_t row = 0; row < chunk.Rows(); ++row) f(row, chunk.d0 + row / chunk.rows, chunk.h0 + row % chunk.rows);
+}
+
+// Whether a row of T is computed in vectors: in the compute type, its W stride 1.
+template <typename T>
+constexpr bool kRowsInVectors = std::is_same_v<T, ComputeType<T>>;
+
+// VoxelMorph's normalized coordinate of a voxel position plus its flow along an axis of
+// `scale` = size - 1 voxels: 2 * ((position + flow) / scale - 0.5). In vectors of any width
+// (one lane for the points done one at a time), so that both paths compute the same bits.
+template <class D>
+HWY_INLINE hn::Vec<D> VoxelMorphCoordinate(D d, hn::Vec<D> position, hn::Vec<D> flow, hn::Vec<D> scale) {
+    return hn::Mul(hn::Set(d, 2), hn::Sub(hn::Div(hn::Add(position, flow), scale), hn::Set(d, 0.5)));
+}
+
+// flowGrad from gridGrad along an axis of `scale` = size - 1: (2 * gridGrad) / scale.
+template <class D>
+HWY_INLINE hn::Vec<D> FlowGradient(D d, hn::Vec<D> grid_grad, hn::Vec<D> scale) {
+    return hn::Div(hn::Mul(hn::Set(d, 2), grid_grad), scale);
+}
+
+// Row (d, h) of a displacement warp's coordinates; x from the flow's channel 2 (W).
+template <typename T>
+void FillDisplacementRow(const View5& flow, const Chunking& c, int64_t n, int64_t d, int64_t h, T* HWY_RESTRICT out) {
+    using S = ComputeType<T>;
+    const T* from[3] = {At<T>(flow, n, 2, d, h), At<T>(flow, n, 1, d, h), At<T>(flow, n, 0, d, h)};
+    const S scale[3] = {static_cast<S>(c.out_w - 1), static_cast<S>(c.out_h - 1), static_cast<S>(c.out_d - 1)};
+    const S fixed[2] = {static_cast<S>(h), static_cast<S>(d)};  // positions along H and D
+    const int64_t step = flow.stride[4];
+    int64_t w = 0;
+    // Positions along W exact in the compute type (as PyTorch's arange holds them): below 2^24.
+    if constexpr (kRowsInVectors<T>) {
+        if (step == 1 && c.out_w < (int64_t{1} << 24)) {
+            const hn::ScalableTag<S> dv;
+            const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
+            const auto scale_x = hn::Set(dv, scale[0]), scale_y = hn::Set(dv, scale[1]), scale_z = hn::Set(dv, scale[2]);
+            const auto y = hn::Set(dv, fixed[0]), z = hn::Set(dv, fixed[1]);
+            for (; w + lanes <= c.out_w; w += lanes) {
+                const auto gx = VoxelMorphCoordinate(dv, hn::Iota(dv, static_cast<S>(w)), hn::LoadU(dv, from[0] + w), scale_x);
+                const auto gy = VoxelMorphCoordinate(dv, y, hn::LoadU(dv, from[1] + w), scale_y);
+                const auto gz = VoxelMorphCoordinate(dv, z, hn::LoadU(dv, from[2] + w), scale_z);
+                hn::StoreInterleaved3(gx, gy, gz, dv, out + 3 * w);
+            }
+        }
+    }
+    const hn::CappedTag<S, 1> d1;
+    for (; w < c.out_w; ++w)
+        for (int k = 0; k < 3; ++k) {
+            const S position = k == 0 ? static_cast<S>(static_cast<int32_t>(w)) : fixed[k - 1];
+            const auto value = VoxelMorphCoordinate(d1, hn::Set(d1, position), hn::Set(d1, LoadElement(from[k] + w * step)),
+                                                    hn::Set(d1, scale[k]));
+            StoreElement(hn::GetLane(value), out + 3 * w + k);
+        }
+}
+
+// Row (d, h) of an affine warp's coordinates: theta[n] x (x_w, y_h, z_d, 1), the dot product
+// in double, rounded once. (PyTorch's bmm sums in the dtype, in BLAS's order; this is at
+// least as close to the exact value.)
+template <typename T>
+void FillAffineRow(const View5& theta, const BaseCoordinates& base, const Chunking& c, int64_t n, int64_t d, int64_t h,
+                   T* HWY_RESTRICT out) {
+    using S = ComputeType<T>;
+    double x_part[3], row_part[3];
+    for (int k = 0; k < 3; ++k) {
+        const double t[4] = {LoadElement(At<T>(theta, n, k, 0)), LoadElement(At<T>(theta, n, k, 1)),
+                             LoadElement(At<T>(theta, n, k, 2)), LoadElement(At<T>(theta, n, k, 3))};
+        x_part[k] = t[0];
+        row_part[k] = t[1] * base.y[h] + t[2] * base.z[d] + t[3];
+    }
+    int64_t w = 0;
+    if constexpr (kRowsInVectors<T>) {
+        const hn::ScalableTag<double> dd;
+        const hn::Rebind<S, decltype(dd)> ds;  // as many lanes of the element type
+        const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+        auto coordinate = [&](int k, hn::Vec<decltype(dd)> x) {
+            const auto v = hn::Add(hn::Mul(hn::Set(dd, x_part[k]), x), hn::Set(dd, row_part[k]));
+            if constexpr (std::is_same_v<S, double>)
+                return v;
+            else
+                return hn::DemoteTo(ds, v);
+        };
+        for (; w + lanes <= c.out_w; w += lanes) {
+            const auto x = hn::LoadU(dd, base.x + w);
+            hn::StoreInterleaved3(coordinate(0, x), coordinate(1, x), coordinate(2, x), ds, out + 3 * w);
+        }
+    }
+    for (; w < c.out_w; ++w)
+        for (int k = 0; k < 3; ++k) StoreElement(static_cast<S>(x_part[k] * base.x[w] + row_part[k]), out + 3 * w + k);
+}
+
+template <typename T>
+void FillGrid(WarpKind kind, const View5& parameters, const BaseCoordinates& base, const Chunking& c, int64_t n,
+              const Chunk& chunk, T* grid) {
+    ForEachRow(chunk, [&](int64_t row, int64_t d, int64_t h) {
+        T* out = grid + row * c.out_w * 3;
+        if (kind == WarpKind::kAffine)
+            FillAffineRow(parameters, base, c, n, d, h, out);
+        else
+            FillDisplacementRow(parameters, c, n, d, h, out);
+    });
+}
+
+template <typename T>
+void FlowGrad(const T* grid_grad, const Chunking& c, int64_t n, const Chunk& chunk, const View5& flow_grad) {
+    using S = ComputeType<T>;
+    const S scale[3] = {static_cast<S>(c.out_w - 1), static_cast<S>(c.out_h - 1), static_cast<S>(c.out_d - 1)};
+    const int64_t step = flow_grad.stride[4];
+    ForEachRow(chunk, [&](int64_t row, int64_t d, int64_t h) {
+        const T* HWY_RESTRICT from = grid_grad + row * c.out_w * 3;
+        T* to[3] = {At<T>(flow_grad, n, 2, d, h), At<T>(flow_grad, n, 1, d, h), At<T>(flow_grad, n, 0, d, h)};
+        int64_t w = 0;
+        if constexpr (kRowsInVectors<T>) {
+            if (step == 1) {
+                const hn::ScalableTag<S> dv;
+                const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
+                for (; w + lanes <= c.out_w; w += lanes) {
+                    hn::Vec<decltype(dv)> gx, gy, gz;
+                    hn::LoadInterleaved3(dv, from + 3 * w, gx, gy, gz);
+                    hn::StoreU(FlowGradient(dv, gx, hn::Set(dv, scale[0])), dv, to[0] + w);
+                    hn::StoreU(FlowGradient(dv, gy, hn::Set(dv, scale[1])), dv, to[1] + w);
+                    hn::StoreU(FlowGradient(dv, gz, hn::Set(dv, scale[2])), dv, to[2] + w);
+                }
+            }
+        }
+        const hn::CappedTag<S, 1> d1;
+        for (; w < c.out_w; ++w)
+            for (int k = 0; k < 3; ++k) {
+                const auto value = FlowGradient(d1, hn::Set(d1, LoadElement(from + 3 * w + k)), hn::Set(d1, scale[k]));
+                StoreElement(hn::GetLane(value), to[k] + w * step);
+            }
+    });
+}
+
+template <typename T>
+void ThetaGrad(const T* grid_grad, const BaseCoordinates& base, const Chunking& c, const Chunk& chunk,
+               double* partials, double sum[12]) {
+    // Per row in parallel, 6 sums a row (by x and plain, per component) in double, each in
+    // four chains of every fourth point added in order at the end (one chain is bound by the
+    // additions' latency); then the rows in order into `sum`.
+    ForEachRow(chunk, [&](int64_t row, int64_t, int64_t) {
+        const T* from = grid_grad + row * c.out_w * 3;
+        double by_x[4][3] = {}, plain[4][3] = {};
+        for (int64_t w = 0; w < c.out_w; ++w)
+            for (int k = 0; k < 3; ++k) {
+                const double g = LoadElement(from + w * 3 + k);
+                by_x[w & 3][k] += g * base.x[w];
+                plain[w & 3][k] += g;
+            }
+        for (int k = 0; k < 3; ++k) {
+            partials[row * 6 + k] = (by_x[0][k] + by_x[1][k]) + (by_x[2][k] + by_x[3][k]);
+            partials[row * 6 + 3 + k] = (plain[0][k] + plain[1][k]) + (plain[2][k] + plain[3][k]);
+        }
+    });
+    for (int64_t row = 0; row < chunk.Rows(); ++row) {
+        const double y = base.y[chunk.h0 + row % chunk.rows], z = base.z[chunk.d0 + row / chunk.rows];
+        for (int k = 0; k < 3; ++k) {
+            const double plain = partials[row * 6 + 3 + k];
+            sum[k * 4 + 0] += partials[row * 6 + k];
+            sum[k * 4 + 1] += plain * y;
+            sum[k * 4 + 2] += plain * z;
+            sum[k * 4 + 3] += plain;
+        }
+    }
+}
+
+}  // namespace
+
+void FillWarpGridForTarget(ElementType type, WarpKind kind, const View5& parameters, const BaseCoordinates& base,
+                           const Chunking& c, int64_t n, const Chunk& chunk, void* grid) {
+    DispatchElement(type, [&](auto element) {
+        FillGrid(kind, parameters, base, c, n, chunk, static_cast<decltype(element)*>(grid));
+    });
+}
+
+void WriteWarpFlowGradForTarget(ElementType type, const void* grid_grad, const Chunking& c, int64_t n,
+                                const Chunk& chunk, const View5& flow_grad) {
+    DispatchElement(type, [&](auto element) {
+        FlowGrad(static_cast<const decltype(element)*>(grid_grad), c, n, chunk, flow_grad);
+    });
+}
+
+void AddWarpThetaGradForTarget(ElementType type, const void* grid_grad, const BaseCoordinates& base,
+                               const Chunking& c, const Chunk& chunk, double* partials, double sum[12]) {
+    DispatchElement(type, [&](auto element) {
+        ThetaGrad(static_cast<const decltype(element)*>(grid_grad), base, c, chunk, partials, sum);
+    });
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace gs3d::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace gs3d::kernels {
+
+HWY_EXPORT(FillWarpGridForTarget);
+HWY_EXPORT(WriteWarpFlowGradForTarget);
+HWY_EXPORT(AddWarpThetaGradForTarget);
+
+void FillWarpGrid(ElementType type, WarpKind kind, const View5& parameters, const BaseCoordinates& base,
+                  const Chunking& c, int64_t n, const Chunk& chunk, void* grid) {
+    HWY_DYNAMIC_DISPATCH(FillWarpGridForTarget)(type, kind, parameters, base, c, n, chunk, grid);
+}
+
+void WriteWarpFlowGrad(ElementType type, const void* grid_grad, const Chunking& c, int64_t n, const Chunk& chunk,
+                       const View5& flow_grad) {
+    HWY_DYNAMIC_DISPATCH(WriteWarpFlowGradForTarget)(type, grid_grad, c, n, chunk, flow_grad);
+}
+
+void AddWarpThetaGrad(ElementType type, const void* grid_grad, const BaseCoordinates& base, const Chunking& c,
+                      const Chunk& chunk, double* partials, double sum[12]) {
+    HWY_DYNAMIC_DISPATCH(AddWarpThetaGradForTarget)(type, grid_grad, base, c, chunk, partials, sum);
+}
+
+}  // namespace gs3d::kernels
+#endif  // HWY_ONCE

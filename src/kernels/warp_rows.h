@@ -1,0 +1,87 @@
+// The fused warps' geometry (the output cut into chunks of rows) and their per-row
+// arithmetic (warp_rows.cpp, compiled per SIMD target): a chunk's coordinates, flowGrad from
+// a chunk's gridGrad, and thetaGrad's partial sums.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/backward_plan.h"  // CeilDiv
+#include "kernels/element_types.h"
+#include "kernels/warp_chunks.h"
+
+namespace gs3d::kernels {
+
+// Calls f with a value of the element type's C++ type (its value is not used).
+template <typename F>
+void DispatchElement(ElementType type, F&& f) {
+    switch (type) {
+        case ElementType::kFloat32: return f(float{});
+        case ElementType::kFloat64: return f(double{});
+        case ElementType::kFloat16: return f(Half{});
+        case ElementType::kBFloat16: return f(BFloat16{});
+    }
+}
+
+// The output's shape and its chunks: bands of rows along H over every plane (D), as the
+// backward's scan orders its rows (row_order.h: band after band, each plane after plane), so
+// that a chunked warp visits the rows in the order one call on the whole grid would; where one
+// row of H over every plane is too many points, planes in groups too.
+struct Chunking {
+    int64_t batch, out_d, out_h, out_w;
+    int64_t chunk_rows, chunk_planes;  // along H and D
+    int64_t h_chunks, d_chunks, chunks;
+};
+
+// Chunk k: planes [d0, d0 + planes), rows [h0, h0 + rows) of each.
+struct Chunk {
+    int64_t d0, planes, h0, rows;
+    int64_t Rows() const { return planes * rows; }  // grid rows (d, h) in it
+};
+
+inline Chunking ChunkingOf(const View5& out) {
+    Chunking c{out.size[0], out.size[2], out.size[3], out.size[4], 1, 1, 1, 1, 1};
+    const int64_t row_points = std::max<int64_t>(1, c.out_w);
+    c.chunk_rows = std::clamp<int64_t>(kWarpChunkPoints / std::max<int64_t>(1, c.out_d * row_points), 1,
+                                       std::max<int64_t>(1, c.out_h));
+    c.chunk_planes = c.chunk_rows > 1 ? std::max<int64_t>(1, c.out_d)
+                                      : std::clamp<int64_t>(kWarpChunkPoints / row_points, 1, std::max<int64_t>(1, c.out_d));
+    c.h_chunks = std::max<int64_t>(1, CeilDiv(c.out_h, c.chunk_rows));
+    c.d_chunks = std::max<int64_t>(1, CeilDiv(c.out_d, c.chunk_planes));
+    c.chunks = c.h_chunks * c.d_chunks;
+    return c;
+}
+
+inline Chunk ChunkAt(const Chunking& c, int64_t k) {
+    Chunk chunk;
+    chunk.h0 = k / c.d_chunks * c.chunk_rows;
+    chunk.rows = std::max<int64_t>(0, std::min(c.chunk_rows, c.out_h - chunk.h0));
+    chunk.d0 = k % c.d_chunks * c.chunk_planes;
+    chunk.planes = std::max<int64_t>(0, std::min(c.chunk_planes, c.out_d - chunk.d0));
+    return chunk;
+}
+
+// F.affine_grid's base coordinates of each axis, in double (exact from the compute type):
+// x (W), then y (H), then z (D), out_w + out_h + out_d values.
+struct BaseCoordinates {
+    const double *x, *y, *z;
+};
+
+// A chunk's coordinates, rounded once to the element type, into `grid` (planes, rows, Wo, 3),
+// dense: affine, F.affine_grid's base coordinates times theta in double; displacement,
+// VoxelMorph's SpatialTransformer's arithmetic in the compute type.
+void FillWarpGrid(ElementType type, WarpKind kind, const View5& parameters, const BaseCoordinates& base,
+                  const Chunking& c, int64_t n, const Chunk& chunk, void* grid);
+
+// flowGrad of a chunk from its gridGrad (dense, as FillWarpGrid's grid), through VoxelMorph's
+// normalization as autograd differentiates it: (2 * gridGrad) / (size - 1).
+void WriteWarpFlowGrad(ElementType type, const void* grid_grad, const Chunking& c, int64_t n, const Chunk& chunk,
+                       const View5& flow_grad);
+
+// thetaGrad's terms of a chunk, gridGrad x (x, y, z, 1), added to `sum` (theta's 12
+// entries, row-major) in an order fixed by the shape: the same bits for any thread count.
+// `partials`: 6 doubles per grid row of a chunk.
+void AddWarpThetaGrad(ElementType type, const void* grid_grad, const BaseCoordinates& base, const Chunking& c,
+                      const Chunk& chunk, double* partials, double sum[12]);
+
+}  // namespace gs3d::kernels
