@@ -52,8 +52,8 @@ Array5 AffineGrid(const std::vector<double>& theta, bool align, OutDims out = kO
     return grid;
 }
 
-Array5 FlowGrid(const Array5& flow) {  // flow (N, 3, D, H, W) in voxels along (D, H, W)
-    const int64_t out_d = kOut.d, out_h = kOut.h, out_w = kOut.w;
+Array5 FlowGrid(const Array5& flow, OutDims out = kOut) {  // flow (N, 3, D, H, W) in voxels along (D, H, W)
+    const int64_t out_d = out.d, out_h = out.h, out_w = out.w;
     Array5 grid(kN, out_d, out_h, out_w, 3);
     const int64_t sizes[3] = {out_w, out_h, out_d};
     for (int64_t n = 0; n < kN; ++n)
@@ -76,9 +76,9 @@ std::vector<double> RandomTheta(std::mt19937& rng) {
     return theta;
 }
 
-Array5 RandomFlow(std::mt19937& rng) {
+Array5 RandomFlow(std::mt19937& rng, OutDims out = kOut) {
     std::normal_distribution<double> voxels(0, 1.5);
-    Array5 flow(kN, 3, kOut.d, kOut.h, kOut.w);
+    Array5 flow(kN, 3, out.d, out.h, out.w);
     for (double& v : flow.values) v = voxels(rng);
     return flow;
 }
@@ -285,6 +285,23 @@ TEST(Warp3DChecks, RefusalsNameTheArgumentAndWriteNothing) {
     for (int64_t i = 0; i < thin_out.count(); ++i) EXPECT_EQ(thin_out.Get(i), 7);
     for (int64_t i = 0; i < input_grad.count(); ++i) EXPECT_EQ(input_grad.Get(i), 7);
     for (int64_t i = 0; i < theta_grad.count(); ++i) EXPECT_EQ(theta_grad.Get(i), 7);
+}
+
+// The displacement forward takes its chunks plane after plane, and a plane of more points
+// than a chunk in groups of rows (warp_rows.h): a plane of 260 x 260 points, two chunks each.
+TEST(Warp3DRows, PlanesLargerThanAChunk) {
+    std::mt19937 rng(31);
+    constexpr OutDims kWide = {2, 260, 260};
+    const RefOptions o = {0, 0, true};
+    const Array5 input = RandomArray(rng, kN, kC, kD, kH, kW), grad = RandomArray(rng, kN, kC, kWide.d, kWide.h, kWide.w);
+    const Array5 flow = RandomFlow(rng, kWide);
+    Array5 out, input_grad, input_grad_reference, grid_grad;
+    std::vector<double> flow_grad;
+    RunWarp(false, o, input, {}, flow, grad, &out, &input_grad, &flow_grad, kWide);
+    const Array5 grid = FlowGrid(flow, kWide);
+    ReferenceBackward(grad, input, grid, o, &input_grad_reference, &grid_grad);
+    EXPECT_EQ(CompareArrays(out, ReferenceForward(input, grid, o), ACL_DOUBLE), "") << "out";
+    EXPECT_EQ(CompareArrays(input_grad, input_grad_reference, ACL_DOUBLE), "") << "inputGrad";
 }
 
 // A flow packed along W (NCDHW) has its coordinates and flowGrad computed in vectors; one

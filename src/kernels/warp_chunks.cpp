@@ -86,7 +86,7 @@ BackwardArgs ChunkBackwardArgs(const WarpBackwardArgs& args, const Chunking& c, 
 
 // Which of the plan's backward plans serves chunk k: partial along H (1) and along D (2).
 int ChunkShape(const Chunking& c, int64_t k) {
-    return (k / c.d_chunks == c.h_chunks - 1 ? 1 : 0) + (k % c.d_chunks == c.d_chunks - 1 ? 2 : 0);
+    return (ChunkAlongH(c, k) == c.h_chunks - 1 ? 1 : 0) + (ChunkAlongD(c, k) == c.d_chunks - 1 ? 2 : 0);
 }
 
 size_t BaseBytes(const Chunking& c) {
@@ -97,10 +97,18 @@ size_t ChunkGridBytes(const Chunking& c, ElementType type) {
     return AlignWorkspace(static_cast<size_t>(c.chunk_planes * c.chunk_rows * c.out_w * 3) * ElementBytes(type));
 }
 
+// The forward's chunk order (warp_rows.h): a displacement warp reads a flow as large as the
+// grid, in long runs in planes (8% faster at 128^3); an affine warp reads only the input,
+// where a rotation's bands keep more of what neighbouring rows read in cache (planes were
+// 14% slower).
+ChunkOrder ForwardChunkOrder(WarpKind kind) {
+    return kind == WarpKind::kDisplacement ? ChunkOrder::kPlanes : ChunkOrder::kBands;
+}
+
 }  // namespace
 
 WarpPlan PlanWarpForward(const WarpForwardArgs& args) {
-    const Chunking c = ChunkingOf(args.out);
+    const Chunking c = ChunkingOf(args.out, ForwardChunkOrder(args.kind));
     WarpPlan plan;
     plan.chunks = c.chunks;
     plan.forward = PlanForward(ChunkForwardArgs(args, c, nullptr, 0, ChunkAt(c, 0)));
@@ -111,7 +119,7 @@ WarpPlan PlanWarpForward(const WarpForwardArgs& args) {
 }
 
 WarpPlan PlanWarpBackward(const WarpBackwardArgs& args) {
-    const Chunking c = ChunkingOf(args.grad_output);
+    const Chunking c = ChunkingOf(args.grad_output, ChunkOrder::kBands);
     WarpPlan plan;
     plan.chunks = c.chunks;
     // A plan per chunk shape (full, or the last along H, D or both); the kernels' part of the
@@ -136,7 +144,7 @@ WarpPlan PlanWarpBackward(const WarpBackwardArgs& args) {
 }
 
 void RunWarpForward(const WarpForwardArgs& args, const WarpPlan& plan, void* workspace) {
-    const Chunking c = ChunkingOf(args.out);
+    const Chunking c = ChunkingOf(args.out, ForwardChunkOrder(args.kind));
     char* base = static_cast<char*>(workspace);
     DispatchElement(args.type, [&](auto element) {
         using T = decltype(element);
@@ -156,7 +164,7 @@ void RunWarpForward(const WarpForwardArgs& args, const WarpPlan& plan, void* wor
 
 void RunWarpBackward(const WarpBackwardArgs& args, const WarpPlan& plan, void* workspace) {
     if (!args.compute_input_grad && !args.compute_parameters_grad) return;
-    const Chunking c = ChunkingOf(args.grad_output);
+    const Chunking c = ChunkingOf(args.grad_output, ChunkOrder::kBands);
     char* base = static_cast<char*>(workspace);
     DispatchElement(args.type, [&](auto element) {
         using T = decltype(element);

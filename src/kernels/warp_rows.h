@@ -23,40 +23,63 @@ void DispatchElement(ElementType type, F&& f) {
     }
 }
 
-// The output's shape and its chunks: bands of rows along H over every plane (D), as the
-// backward's scan orders its rows (row_order.h: band after band, each plane after plane), so
-// that a chunked warp visits the rows in the order one call on the whole grid would; where one
-// row of H over every plane is too many points, planes in groups too.
+// The order of the output's rows (d, h) in chunks. The backward's: bands of rows along H
+// over every plane (D), as its scan orders its rows (row_order.h: band after band, each plane
+// after plane), so that a chunked warp visits the rows in the order one call on the whole
+// grid would (chunks of whole planes made the affine backward a fifth slower). Planes after
+// planes, the grid's own order, reads a flow and writes the output in long runs instead of
+// runs of a few rows (the forward picks: warp_chunks.cpp).
+enum class ChunkOrder { kBands, kPlanes };
+
+// The output's shape and its chunks of about kWarpChunkPoints points: in bands, rows along H
+// over every plane, and where one row of H over every plane is too many points, planes in
+// groups too; in planes, whole planes, and where one plane is too many points, its rows in
+// groups.
 struct Chunking {
+    ChunkOrder order;
     int64_t batch, out_d, out_h, out_w;
     int64_t chunk_rows, chunk_planes;  // along H and D
     int64_t h_chunks, d_chunks, chunks;
 };
 
-// Chunk k: planes [d0, d0 + planes), rows [h0, h0 + rows) of each.
+// Chunk k: planes [d0, d0 + planes), rows [h0, h0 + rows) of each; its rows in that order
+// (plane after plane).
 struct Chunk {
     int64_t d0, planes, h0, rows;
     int64_t Rows() const { return planes * rows; }  // grid rows (d, h) in it
 };
 
-inline Chunking ChunkingOf(const View5& out) {
-    Chunking c{out.size[0], out.size[2], out.size[3], out.size[4], 1, 1, 1, 1, 1};
-    const int64_t row_points = std::max<int64_t>(1, c.out_w);
-    c.chunk_rows = std::clamp<int64_t>(kWarpChunkPoints / std::max<int64_t>(1, c.out_d * row_points), 1,
-                                       std::max<int64_t>(1, c.out_h));
-    c.chunk_planes = c.chunk_rows > 1 ? std::max<int64_t>(1, c.out_d)
-                                      : std::clamp<int64_t>(kWarpChunkPoints / row_points, 1, std::max<int64_t>(1, c.out_d));
+inline Chunking ChunkingOf(const View5& out, ChunkOrder order) {
+    Chunking c{order, out.size[0], out.size[2], out.size[3], out.size[4], 1, 1, 1, 1, 1};
+    const int64_t row_points = std::max<int64_t>(1, c.out_w), rows = std::max<int64_t>(1, c.out_h),
+                  planes = std::max<int64_t>(1, c.out_d);
+    if (order == ChunkOrder::kBands) {
+        c.chunk_rows = std::clamp<int64_t>(kWarpChunkPoints / (planes * row_points), 1, rows);
+        c.chunk_planes = c.chunk_rows > 1 ? planes : std::clamp<int64_t>(kWarpChunkPoints / row_points, 1, planes);
+    } else {
+        c.chunk_planes = std::clamp<int64_t>(kWarpChunkPoints / (rows * row_points), 1, planes);
+        c.chunk_rows = c.chunk_planes > 1 ? rows : std::clamp<int64_t>(kWarpChunkPoints / row_points, 1, rows);
+    }
     c.h_chunks = std::max<int64_t>(1, CeilDiv(c.out_h, c.chunk_rows));
     c.d_chunks = std::max<int64_t>(1, CeilDiv(c.out_d, c.chunk_planes));
     c.chunks = c.h_chunks * c.d_chunks;
     return c;
 }
 
+// The chunk's indices along H and D: in bands, the chunks of a band's planes follow each
+// other; in planes, the chunks of a plane's rows.
+inline int64_t ChunkAlongH(const Chunking& c, int64_t k) {
+    return c.order == ChunkOrder::kBands ? k / c.d_chunks : k % c.h_chunks;
+}
+inline int64_t ChunkAlongD(const Chunking& c, int64_t k) {
+    return c.order == ChunkOrder::kBands ? k % c.d_chunks : k / c.h_chunks;
+}
+
 inline Chunk ChunkAt(const Chunking& c, int64_t k) {
     Chunk chunk;
-    chunk.h0 = k / c.d_chunks * c.chunk_rows;
+    chunk.h0 = ChunkAlongH(c, k) * c.chunk_rows;
     chunk.rows = std::max<int64_t>(0, std::min(c.chunk_rows, c.out_h - chunk.h0));
-    chunk.d0 = k % c.d_chunks * c.chunk_planes;
+    chunk.d0 = ChunkAlongD(c, k) * c.chunk_planes;
     chunk.planes = std::max<int64_t>(0, std::min(c.chunk_planes, c.out_d - chunk.d0));
     return chunk;
 }
