@@ -4,7 +4,7 @@
 // differences of the library's own fp64 forward, and the argument checks (status, message,
 // outputs untouched on refusal). Outputs of (20, 7, 1000) points: several chunks of the
 // library's workspace (65536 points each), so the sums across chunks are checked too, and rows
-// of 1001 points, so that every SIMD target's rows end in points done one at a time.
+// of 1001 points, so that every SIMD target's rows end in a staged piece (warp_rows.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -304,11 +304,11 @@ TEST(Warp3DRows, PlanesLargerThanAChunk) {
     EXPECT_EQ(CompareArrays(input_grad, input_grad_reference, ACL_DOUBLE), "") << "inputGrad";
 }
 
-// A flow packed along W (NCDHW) has its coordinates and flowGrad computed in vectors; one
-// given channels-last, point by point (warp_rows.cpp). Both by the same formulas: the same
-// bits in fp32 (a vector path's mistake, a lane or an axis out of place, shows as a
-// difference), rows of 37 points ending in points done one at a time on every target.
-TEST(Warp3DRows, VectorRowsEqualPointByPointRows) {
+// A flow packed along W (NCDHW) has its coordinates and flowGrad loaded and stored in
+// vectors; one given channels-last is staged a piece at a time (warp_rows.cpp). Both by the
+// same vector code: the same bits in fp32 (a path's mistake, a lane or an axis out of place,
+// shows as a difference), rows of 37 points ending in a staged piece on every target.
+TEST(Warp3DRows, PackedRowsEqualStagedRows) {
     std::mt19937 rng(29);
     constexpr OutDims kRows = {3, 4, 37};
     const Array5 input_values = RandomArray(rng, 1, 1, kD, kH, kW), grad_values = RandomArray(rng, 1, 1, kRows.d, kRows.h, kRows.w);

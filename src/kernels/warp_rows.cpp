@@ -1,9 +1,10 @@
 // The fused warps' per-row arithmetic (warp_rows.h), compiled per SIMD target: a row's
-// coordinates and flowGrad in vectors, (x, y, z) interleaved by the target's shuffles,
-// where the row is in the compute type and packed along W (fp32 and fp64, NCDHW and
-// channels-first flows). Elsewhere (fp16, bf16, strided rows) point by point, by the same
-// formulas. In baseline x86-64 code, one value at a time, the displacement warp's
-// coordinates and flowGrad took a fifth of its forward + backward.
+// coordinates and flowGrad loaded, computed and stored in vectors, (x, y, z) interleaved by
+// the target's shuffles, where the row is in the compute type and packed along W (fp32 and
+// fp64, NCDHW flows). Other rows (fp16, bf16, channels-last flows) and every row's last
+// points are staged in the compute type, a piece at a time, and computed by the same vector
+// code: the same bits either way. In baseline x86-64 code, one value at a time, the
+// displacement warp's coordinates and flowGrad took a fifth of its forward + backward.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/warp_rows.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -34,13 +35,15 @@ void ForEachRow(const Chunk& chunk, F&& f) {
     for (int64_t row = 0; row < chunk.Rows(); ++row) f(row, chunk.d0 + row / chunk.rows, chunk.h0 + row % chunk.rows);
 }
 
-// Whether a row of T is computed in vectors: in the compute type, its W stride 1.
+// Whether a row of T is loaded and stored in vectors: in the compute type (and packed along
+// W, checked at run time). Other rows, and every row's last points, go in pieces of up to
+// kPiece points staged in the compute type, computed by the same vector code.
 template <typename T>
 constexpr bool kRowsInVectors = std::is_same_v<T, ComputeType<T>>;
+constexpr int64_t kPiece = 256;  // a multiple of every target's lanes
 
 // VoxelMorph's normalized coordinate of a voxel position plus its flow along an axis of
-// `scale` = size - 1 voxels: 2 * ((position + flow) / scale - 0.5). In vectors of any width
-// (one lane for the points done one at a time), so that both paths compute the same bits.
+// `scale` = size - 1 voxels: 2 * ((position + flow) / scale - 0.5).
 template <class D>
 HWY_INLINE hn::Vec<D> VoxelMorphCoordinate(D d, hn::Vec<D> position, hn::Vec<D> flow, hn::Vec<D> scale) {
     return hn::Mul(hn::Set(d, 2), hn::Sub(hn::Div(hn::Add(position, flow), scale), hn::Set(d, 0.5)));
@@ -52,6 +55,18 @@ HWY_INLINE hn::Vec<D> FlowGradient(D d, hn::Vec<D> grid_grad, hn::Vec<D> scale) 
     return hn::Div(hn::Mul(hn::Set(d, 2), grid_grad), scale);
 }
 
+// Points [w, w + count) of row `values` (x, y, z: count values each, staged in the compute
+// type, room for a whole number of vectors) computed in place by f(dv, axis, first, vector),
+// first: the vector's first point.
+template <typename S, typename F>
+HWY_INLINE void ComputeStaged(S (*HWY_RESTRICT values)[kPiece], int64_t w, int64_t count, F&& f) {
+    const hn::ScalableTag<S> dv;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
+    for (int k = 0; k < 3; ++k)
+        for (int64_t i = 0; i < count; i += lanes)
+            hn::Store(f(dv, k, w + i, hn::Load(dv, values[k] + i)), dv, values[k] + i);
+}
+
 // Row (d, h) of a displacement warp's coordinates; x from the flow's channel 2 (W).
 template <typename T>
 void FillDisplacementRow(const View5& flow, const Chunking& c, int64_t n, int64_t d, int64_t h, T* HWY_RESTRICT out) {
@@ -60,12 +75,13 @@ void FillDisplacementRow(const View5& flow, const Chunking& c, int64_t n, int64_
     const S scale[3] = {static_cast<S>(c.out_w - 1), static_cast<S>(c.out_h - 1), static_cast<S>(c.out_d - 1)};
     const S fixed[2] = {static_cast<S>(h), static_cast<S>(d)};  // positions along H and D
     const int64_t step = flow.stride[4];
+    const hn::ScalableTag<S> dv;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
     int64_t w = 0;
-    // Positions along W exact in the compute type (as PyTorch's arange holds them): below 2^24.
+    // Positions along W as PyTorch's arange holds them: w rounded to the compute type (exact
+    // below 2^24 in fp32, where the vector path's Iota adds lanes to it exactly).
     if constexpr (kRowsInVectors<T>) {
         if (step == 1 && c.out_w < (int64_t{1} << 24)) {
-            const hn::ScalableTag<S> dv;
-            const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
             const auto scale_x = hn::Set(dv, scale[0]), scale_y = hn::Set(dv, scale[1]), scale_z = hn::Set(dv, scale[2]);
             const auto y = hn::Set(dv, fixed[0]), z = hn::Set(dv, fixed[1]);
             for (; w + lanes <= c.out_w; w += lanes) {
@@ -76,14 +92,21 @@ void FillDisplacementRow(const View5& flow, const Chunking& c, int64_t n, int64_
             }
         }
     }
-    const hn::CappedTag<S, 1> d1;
-    for (; w < c.out_w; ++w)
-        for (int k = 0; k < 3; ++k) {
-            const S position = k == 0 ? static_cast<S>(static_cast<int32_t>(w)) : fixed[k - 1];
-            const auto value = VoxelMorphCoordinate(d1, hn::Set(d1, position), hn::Set(d1, LoadElement(from[k] + w * step)),
-                                                    hn::Set(d1, scale[k]));
-            StoreElement(hn::GetLane(value), out + 3 * w + k);
+    for (; w < c.out_w; w += kPiece) {
+        const int64_t count = std::min(kPiece, c.out_w - w), padded = hwy::RoundUpTo(count, lanes);
+        HWY_ALIGN S values[3][kPiece], positions[kPiece];
+        for (int64_t i = 0; i < padded; ++i) {
+            const bool in_row = i < count;
+            positions[i] = static_cast<S>(w + i);
+            for (int k = 0; k < 3; ++k) values[k][i] = in_row ? LoadElement(from[k] + (w + i) * step) : S(0);
         }
+        ComputeStaged(values, w, count, [&](auto dk, int k, int64_t first, auto flow_values) {
+            const auto position = k == 0 ? hn::Load(dk, positions + (first - w)) : hn::Set(dk, fixed[k - 1]);
+            return VoxelMorphCoordinate(dk, position, flow_values, hn::Set(dk, scale[k]));
+        });
+        for (int64_t i = 0; i < count; ++i)
+            for (int k = 0; k < 3; ++k) StoreElement(values[k][i], out + 3 * (w + i) + k);
+    }
 }
 
 // Row (d, h) of an affine warp's coordinates: theta[n] x (x_w, y_h, z_d, 1), the dot product
@@ -100,25 +123,33 @@ void FillAffineRow(const View5& theta, const BaseCoordinates& base, const Chunki
         x_part[k] = t[0];
         row_part[k] = t[1] * base.y[h] + t[2] * base.z[d] + t[3];
     }
+    const hn::ScalableTag<double> dd;
+    const hn::Rebind<S, decltype(dd)> ds;  // as many lanes of the compute type
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+    auto coordinate = [&](int k, hn::Vec<decltype(dd)> x) {
+        const auto v = hn::Add(hn::Mul(hn::Set(dd, x_part[k]), x), hn::Set(dd, row_part[k]));
+        if constexpr (std::is_same_v<S, double>)
+            return v;
+        else
+            return hn::DemoteTo(ds, v);
+    };
     int64_t w = 0;
     if constexpr (kRowsInVectors<T>) {
-        const hn::ScalableTag<double> dd;
-        const hn::Rebind<S, decltype(dd)> ds;  // as many lanes of the element type
-        const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
-        auto coordinate = [&](int k, hn::Vec<decltype(dd)> x) {
-            const auto v = hn::Add(hn::Mul(hn::Set(dd, x_part[k]), x), hn::Set(dd, row_part[k]));
-            if constexpr (std::is_same_v<S, double>)
-                return v;
-            else
-                return hn::DemoteTo(ds, v);
-        };
         for (; w + lanes <= c.out_w; w += lanes) {
             const auto x = hn::LoadU(dd, base.x + w);
             hn::StoreInterleaved3(coordinate(0, x), coordinate(1, x), coordinate(2, x), ds, out + 3 * w);
         }
     }
-    for (; w < c.out_w; ++w)
-        for (int k = 0; k < 3; ++k) StoreElement(static_cast<S>(x_part[k] * base.x[w] + row_part[k]), out + 3 * w + k);
+    for (; w < c.out_w; w += kPiece) {
+        const int64_t count = std::min(kPiece, c.out_w - w), padded = hwy::RoundUpTo(count, lanes);
+        HWY_ALIGN double x[kPiece];
+        HWY_ALIGN S values[3][kPiece];
+        for (int64_t i = 0; i < padded; ++i) x[i] = i < count ? base.x[w + i] : 0.0;
+        for (int k = 0; k < 3; ++k)
+            for (int64_t i = 0; i < count; i += lanes) hn::Store(coordinate(k, hn::Load(dd, x + i)), ds, values[k] + i);
+        for (int64_t i = 0; i < count; ++i)
+            for (int k = 0; k < 3; ++k) StoreElement(values[k][i], out + 3 * (w + i) + k);
+    }
 }
 
 template <typename T>
@@ -138,14 +169,14 @@ void FlowGrad(const T* grid_grad, const Chunking& c, int64_t n, const Chunk& chu
     using S = ComputeType<T>;
     const S scale[3] = {static_cast<S>(c.out_w - 1), static_cast<S>(c.out_h - 1), static_cast<S>(c.out_d - 1)};
     const int64_t step = flow_grad.stride[4];
+    const hn::ScalableTag<S> dv;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
     ForEachRow(chunk, [&](int64_t row, int64_t d, int64_t h) {
         const T* HWY_RESTRICT from = grid_grad + row * c.out_w * 3;
         T* to[3] = {At<T>(flow_grad, n, 2, d, h), At<T>(flow_grad, n, 1, d, h), At<T>(flow_grad, n, 0, d, h)};
         int64_t w = 0;
         if constexpr (kRowsInVectors<T>) {
             if (step == 1) {
-                const hn::ScalableTag<S> dv;
-                const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
                 for (; w + lanes <= c.out_w; w += lanes) {
                     hn::Vec<decltype(dv)> gx, gy, gz;
                     hn::LoadInterleaved3(dv, from + 3 * w, gx, gy, gz);
@@ -155,12 +186,17 @@ void FlowGrad(const T* grid_grad, const Chunking& c, int64_t n, const Chunk& chu
                 }
             }
         }
-        const hn::CappedTag<S, 1> d1;
-        for (; w < c.out_w; ++w)
-            for (int k = 0; k < 3; ++k) {
-                const auto value = FlowGradient(d1, hn::Set(d1, LoadElement(from + 3 * w + k)), hn::Set(d1, scale[k]));
-                StoreElement(hn::GetLane(value), to[k] + w * step);
-            }
+        for (; w < c.out_w; w += kPiece) {
+            const int64_t count = std::min(kPiece, c.out_w - w), padded = hwy::RoundUpTo(count, lanes);
+            HWY_ALIGN S values[3][kPiece];
+            for (int64_t i = 0; i < padded; ++i)
+                for (int k = 0; k < 3; ++k) values[k][i] = i < count ? LoadElement(from + 3 * (w + i) + k) : S(0);
+            ComputeStaged(values, w, count, [&](auto dk, int k, int64_t, auto grid_grad) {
+                return FlowGradient(dk, grid_grad, hn::Set(dk, scale[k]));
+            });
+            for (int k = 0; k < 3; ++k)
+                for (int64_t i = 0; i < count; ++i) StoreElement(values[k][i], to[k] + (w + i) * step);
+        }
     });
 }
 
