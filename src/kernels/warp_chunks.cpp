@@ -127,8 +127,7 @@ WarpPlan PlanWarpBackward(const WarpBackwardArgs& args) {
     // part that lives from chunk to chunk.
     size_t kernel_bytes = 0;
     for (int shape = 0; shape < 4; ++shape) {
-        const int64_t k = std::min(c.chunks - 1, (shape & 1 ? (c.h_chunks - 1) * c.d_chunks : 0) +
-                                                     (shape & 2 ? c.d_chunks - 1 : 0));
+        const int64_t k = ChunkIndex(c, shape & 1 ? c.h_chunks - 1 : 0, shape & 2 ? c.d_chunks - 1 : 0);
         plan.backward[shape] = PlanBackward(ChunkBackwardArgs(args, c, nullptr, nullptr, 0, k));
         kernel_bytes = std::max(kernel_bytes, plan.backward[shape].workspace.bytes);
     }

@@ -75,6 +75,11 @@ inline int64_t ChunkAlongD(const Chunking& c, int64_t k) {
     return c.order == ChunkOrder::kBands ? k % c.d_chunks : k / c.h_chunks;
 }
 
+// The index of the chunk at (along_h, along_d) of the chunk grid.
+inline int64_t ChunkIndex(const Chunking& c, int64_t along_h, int64_t along_d) {
+    return c.order == ChunkOrder::kBands ? along_h * c.d_chunks + along_d : along_d * c.h_chunks + along_h;
+}
+
 inline Chunk ChunkAt(const Chunking& c, int64_t k) {
     Chunk chunk;
     chunk.h0 = ChunkAlongH(c, k) * c.chunk_rows;
