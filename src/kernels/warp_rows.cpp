@@ -200,24 +200,68 @@ void FlowGrad(const T* grid_grad, const Chunking& c, int64_t n, const Chunk& chu
     });
 }
 
+// Points [w, w + Lanes(d4)) of a gridGrad row `from`, (x, y, z) each in a vector of doubles.
+template <class D4, typename T>
+HWY_INLINE void LoadGridGradPoints(D4 d4, const T* HWY_RESTRICT from, int64_t w, hn::Vec<D4> g[3]) {
+    if constexpr (std::is_same_v<T, double>) {
+        hn::LoadInterleaved3(d4, from + 3 * w, g[0], g[1], g[2]);
+    } else if constexpr (std::is_same_v<T, float>) {
+        const hn::Rebind<float, D4> df;
+        hn::Vec<decltype(df)> x, y, z;
+        hn::LoadInterleaved3(df, from + 3 * w, x, y, z);
+        g[0] = hn::PromoteTo(d4, x), g[1] = hn::PromoteTo(d4, y), g[2] = hn::PromoteTo(d4, z);
+    } else {
+        HWY_ALIGN double staged[3][hn::MaxLanes(d4)];
+        for (size_t j = 0; j < hn::Lanes(d4); ++j)
+            for (int k = 0; k < 3; ++k) staged[k][j] = LoadElement(from + 3 * (w + static_cast<int64_t>(j)) + k);
+        for (int k = 0; k < 3; ++k) g[k] = hn::Load(d4, staged[k]);
+    }
+}
+
 template <typename T>
 void ThetaGrad(const T* grid_grad, const BaseCoordinates& base, const Chunking& c, const Chunk& chunk,
                double* partials, double sum[12]) {
     // Per row in parallel, 6 sums a row (by x and plain, per component) in double, each in
     // four chains of every fourth point added in order at the end (one chain is bound by the
-    // additions' latency); then the rows in order into `sum`.
+    // additions' latency); then the rows in order into `sum`. The chains are the lanes of
+    // four doubles (two vectors of two, or four of one, on narrower targets), so every
+    // target sums in the same order.
+    const hn::CappedTag<double, 4> d4;
+    constexpr size_t kLanes = hn::MaxLanes(d4);
+    constexpr size_t kGroups = 4 / kLanes;  // vectors per four chains
+    using V = hn::Vec<decltype(d4)>;
     ForEachRow(chunk, [&](int64_t row, int64_t, int64_t) {
-        const T* from = grid_grad + row * c.out_w * 3;
-        double by_x[4][3] = {}, plain[4][3] = {};
-        for (int64_t w = 0; w < c.out_w; ++w)
+        const T* HWY_RESTRICT from = grid_grad + row * c.out_w * 3;
+        V by_x_lanes[kGroups][3], plain_lanes[kGroups][3];
+        for (size_t j = 0; j < kGroups; ++j)
+            for (int k = 0; k < 3; ++k) by_x_lanes[j][k] = plain_lanes[j][k] = hn::Zero(d4);
+        int64_t w = 0;
+        for (; w + 4 <= c.out_w; w += 4)
+            for (size_t j = 0; j < kGroups; ++j) {
+                const int64_t first = w + static_cast<int64_t>(j * kLanes);
+                V g[3];
+                LoadGridGradPoints(d4, from, first, g);
+                const V x = hn::LoadU(d4, base.x + first);
+                for (int k = 0; k < 3; ++k) {
+                    by_x_lanes[j][k] = hn::Add(by_x_lanes[j][k], hn::Mul(g[k], x));
+                    plain_lanes[j][k] = hn::Add(plain_lanes[j][k], g[k]);
+                }
+            }
+        HWY_ALIGN double by_x[3][4], plain[3][4];  // [component][chain]
+        for (size_t j = 0; j < kGroups; ++j)
+            for (int k = 0; k < 3; ++k) {
+                hn::Store(by_x_lanes[j][k], d4, by_x[k] + j * kLanes);
+                hn::Store(plain_lanes[j][k], d4, plain[k] + j * kLanes);
+            }
+        for (; w < c.out_w; ++w)
             for (int k = 0; k < 3; ++k) {
                 const double g = LoadElement(from + w * 3 + k);
-                by_x[w & 3][k] += g * base.x[w];
-                plain[w & 3][k] += g;
+                by_x[k][w & 3] += g * base.x[w];
+                plain[k][w & 3] += g;
             }
         for (int k = 0; k < 3; ++k) {
-            partials[row * 6 + k] = (by_x[0][k] + by_x[1][k]) + (by_x[2][k] + by_x[3][k]);
-            partials[row * 6 + 3 + k] = (plain[0][k] + plain[1][k]) + (plain[2][k] + plain[3][k]);
+            partials[row * 6 + k] = (by_x[k][0] + by_x[k][1]) + (by_x[k][2] + by_x[k][3]);
+            partials[row * 6 + 3 + k] = (plain[k][0] + plain[k][1]) + (plain[k][2] + plain[k][3]);
         }
     });
     for (int64_t row = 0; row < chunk.Rows(); ++row) {
