@@ -15,6 +15,7 @@
 #include "acl/acl.h"
 #include "gridsampler3d/warp3d.h"
 #include "support/op_runner.h"
+#include "support/simd_target.h"
 #include "support/test_tensor.h"
 
 namespace gs3d_test {
@@ -342,6 +343,39 @@ TEST(Warp3DRows, PackedRowsEqualStagedRows) {
     }
     const char* names[3] = {"out", "inputGrad", "flowGrad"};
     for (int k = 0; k < 3; ++k) EXPECT_EQ(results[0][k].values, results[1][k].values) << names[k];
+}
+
+// Every SIMD target gives the same bits (design.md: only channels-last gridGrad sums follow
+// the vector width): the warps' rows in vectors of each width, and thetaGrad's four chains in
+// one vector of four, two of two or four of one. fp64, rows of 37 points (a staged end).
+TEST(Warp3DRows, SameBitsOnEverySimdTarget) {
+    std::mt19937 rng(37);
+    constexpr OutDims kSmall = {3, 5, 37};
+    const RefOptions o = {0, 0, false};
+    const Array5 input = RandomArray(rng, kN, kC, kD, kH, kW), grad = RandomArray(rng, kN, kC, kSmall.d, kSmall.h, kSmall.w);
+    const std::vector<double> theta = RandomTheta(rng);
+    const Array5 flow = RandomFlow(rng, kSmall);
+    for (const bool affine : {true, false}) {
+        std::vector<double> first;
+        std::string first_target;
+        int targets = 0;
+        ForEachSimdTarget([&](const std::string& target) {
+            Array5 out, input_grad;
+            std::vector<double> parameters_grad;
+            RunWarp(affine, o, input, theta, flow, grad, &out, &input_grad, &parameters_grad, kSmall);
+            std::vector<double> all = out.values;
+            all.insert(all.end(), input_grad.values.begin(), input_grad.values.end());
+            all.insert(all.end(), parameters_grad.begin(), parameters_grad.end());
+            ++targets;
+            if (first.empty()) {
+                first = all, first_target = target;
+                return;
+            }
+            EXPECT_EQ(all, first) << (affine ? "affine" : "displacement") << " on " << target << " against "
+                                  << first_target;
+        });
+        EXPECT_GE(targets, 1);
+    }
 }
 
 // flowGrad's dims are read in the flow's format, as inputGrad's are in the input's: a flow

@@ -46,4 +46,14 @@ bool ForceSimdTargetFromEnvironment() {
     return false;
 }
 
+void ForEachSimdTarget(const std::function<void(const std::string&)>& run) {
+    const int64_t before = hwy::SupportedTargets() & HWY_TARGETS;
+    for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        if ((before & target) == 0) continue;  // disabled by GS3D_TEST_SIMD_TARGET
+        hwy::GetChosenTarget().Update(target);
+        run(hwy::TargetName(target));
+    }
+    hwy::GetChosenTarget().Update(before);
+}
+
 }  // namespace gs3d_test

@@ -3,6 +3,7 @@
 // best.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,10 @@ std::vector<std::string> OtherSimdTargets();
 // chosen target, shared through libhwy) picks it. Returns false, with the reason on stderr,
 // when that target is not compiled or this CPU lacks it; true otherwise.
 bool ForceSimdTargetFromEnvironment();
+
+// Calls run(name) once on each target the library can dispatch to here (this CPU's best
+// first), the dispatch pointed at that target alone; then points it back at the targets it
+// had (GS3D_TEST_SIMD_TARGET's choice included).
+void ForEachSimdTarget(const std::function<void(const std::string&)>& run);
 
 }  // namespace gs3d_test
