@@ -187,9 +187,7 @@ void RunWarpBackward(const WarpBackwardArgs& args, const WarpPlan& plan, void* w
             }
             if (theta_grad)
                 for (int k = 0; k < 12; ++k)
-                    static_cast<T*>(args.parameters_grad.data)[n * args.parameters_grad.stride[0] +
-                                                               k / 4 * args.parameters_grad.stride[1] +
-                                                               k % 4 * args.parameters_grad.stride[2]] =
+                    *ElementAt<T>(args.parameters_grad, n, k / 4, k % 4) =
                         FromCompute<T>(static_cast<ComputeType<T>>(sum[k]));
         }
     });

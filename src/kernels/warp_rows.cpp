@@ -22,12 +22,6 @@ namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
 namespace {
 
-template <typename T>
-T* At(const View5& v, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 = 0, int64_t i4 = 0) {
-    return static_cast<T*>(v.data) + i0 * v.stride[0] + i1 * v.stride[1] + i2 * v.stride[2] + i3 * v.stride[3] +
-           i4 * v.stride[4];
-}
-
 // Calls f(row, d, h) for every grid row of a chunk (row: its index in the chunk), in parallel.
 template <typename F>
 void ForEachRow(const Chunk& chunk, F&& f) {
@@ -71,7 +65,7 @@ HWY_INLINE void ComputeStaged(S (*HWY_RESTRICT values)[kPiece], int64_t w, int64
 template <typename T>
 void FillDisplacementRow(const View5& flow, const Chunking& c, int64_t n, int64_t d, int64_t h, T* HWY_RESTRICT out) {
     using S = ComputeType<T>;
-    const T* from[3] = {At<T>(flow, n, 2, d, h), At<T>(flow, n, 1, d, h), At<T>(flow, n, 0, d, h)};
+    const T* from[3] = {ElementAt<T>(flow, n, 2, d, h), ElementAt<T>(flow, n, 1, d, h), ElementAt<T>(flow, n, 0, d, h)};
     const S scale[3] = {static_cast<S>(c.out_w - 1), static_cast<S>(c.out_h - 1), static_cast<S>(c.out_d - 1)};
     const S fixed[2] = {static_cast<S>(h), static_cast<S>(d)};  // positions along H and D
     const int64_t step = flow.stride[4];
@@ -118,8 +112,8 @@ void FillAffineRow(const View5& theta, const BaseCoordinates& base, const Chunki
     using S = ComputeType<T>;
     double x_part[3], row_part[3];
     for (int k = 0; k < 3; ++k) {
-        const double t[4] = {LoadElement(At<T>(theta, n, k, 0)), LoadElement(At<T>(theta, n, k, 1)),
-                             LoadElement(At<T>(theta, n, k, 2)), LoadElement(At<T>(theta, n, k, 3))};
+        const double t[4] = {LoadElement(ElementAt<T>(theta, n, k, 0)), LoadElement(ElementAt<T>(theta, n, k, 1)),
+                             LoadElement(ElementAt<T>(theta, n, k, 2)), LoadElement(ElementAt<T>(theta, n, k, 3))};
         x_part[k] = t[0];
         row_part[k] = t[1] * base.y[h] + t[2] * base.z[d] + t[3];
     }
@@ -173,7 +167,8 @@ void FlowGrad(const T* grid_grad, const Chunking& c, int64_t n, const Chunk& chu
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(dv));
     ForEachRow(chunk, [&](int64_t row, int64_t d, int64_t h) {
         const T* HWY_RESTRICT from = grid_grad + row * c.out_w * 3;
-        T* to[3] = {At<T>(flow_grad, n, 2, d, h), At<T>(flow_grad, n, 1, d, h), At<T>(flow_grad, n, 0, d, h)};
+        T* to[3] = {ElementAt<T>(flow_grad, n, 2, d, h), ElementAt<T>(flow_grad, n, 1, d, h),
+                    ElementAt<T>(flow_grad, n, 0, d, h)};
         int64_t w = 0;
         if constexpr (kRowsInVectors<T>) {
             if (step == 1) {

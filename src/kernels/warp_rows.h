@@ -23,6 +23,13 @@ void DispatchElement(ElementType type, F&& f) {
     }
 }
 
+// Element (i0, i1, i2, i3, i4) of a view of T (theta, flow, flowGrad, thetaGrad).
+template <typename T>
+T* ElementAt(const View5& v, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 = 0, int64_t i4 = 0) {
+    return static_cast<T*>(v.data) + i0 * v.stride[0] + i1 * v.stride[1] + i2 * v.stride[2] + i3 * v.stride[3] +
+           i4 * v.stride[4];
+}
+
 // The order of the output's rows (d, h) in chunks. The backward's: bands of rows along H
 // over every plane (D), as its scan orders its rows (row_order.h: band after band, each plane
 // after plane), so that a chunked warp visits the rows in the order one call on the whole
