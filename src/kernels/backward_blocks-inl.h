@@ -39,18 +39,26 @@ struct PointBlock {
     bool row_segment = false;
     int64_t grid_w = 0, grad_output_w = 0, grid_grad_w = 0;
 
+    // Each point's parity: its place in its row where known (Append(row, w)), else in the
+    // block. The pair scatter (RunPairBlock) visits even points, then odd ones.
+    uint8_t odd[kBlock];
+
     // Adds a point by its offsets; returns whether the block is full.
     bool Append(int64_t grid_offset, int64_t grad_output_offset, int64_t grid_grad_offset) {
-        row_segment = false;
-        grid[count] = grid_offset;
-        grad_output[count] = grad_output_offset;
-        grid_grad[count] = grid_grad_offset;
-        return ++count == kBlock;
+        return Append(grid_offset, grad_output_offset, grid_grad_offset, count & 1);
     }
     // Adds point w of a row (Problem::Row).
     bool Append(const RowOffsets& row, int64_t w) {
         return Append(row.grid + w * row.grid_w, row.grad_output + w * row.grad_output_w,
-                      row.grid_grad + w * row.grid_grad_w);
+                      row.grid_grad + w * row.grid_grad_w, w & 1);
+    }
+    bool Append(int64_t grid_offset, int64_t grad_output_offset, int64_t grid_grad_offset, int64_t parity) {
+        row_segment = false;
+        grid[count] = grid_offset;
+        grad_output[count] = grad_output_offset;
+        grid_grad[count] = grid_grad_offset;
+        odd[count] = static_cast<uint8_t>(parity);
+        return ++count == kBlock;
     }
     // The block becomes points w0 .. w0 + n - 1 of a row (1 <= n <= kBlock).
     void SetRowSegment(const RowOffsets& row, int64_t w0, int n) {
@@ -86,6 +94,10 @@ struct PreparedBlock {
     HWY_ALIGN S point_scatter[kBlock];
     bool owned[kBlock];
     HWY_ALIGN S gix[kBlock], giy[kBlock], giz[kBlock];  // the grid gradient's sums over the channels run so far
+    // The points' even ones, then the odd ones (PointBlock::odd), in block order: the pair
+    // scatter's order, so that consecutive read-modify-writes of a smooth grid's neighbours
+    // never half overlap the pair just stored (no store-to-load forwarding there).
+    uint8_t order[kBlock];
 };
 
 // Walks a grid row in blocks of kBlock points: for each, the source indices along D (with
@@ -132,6 +144,10 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
         LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, cs, count, padded, coord);
     std::copy(points.grad_output, points.grad_output + count, out.grad_output);
     std::copy(points.grid_grad, points.grid_grad + count, out.grid_grad);
+    int placed = 0;
+    for (int parity = 0; parity < 2; ++parity)
+        for (int i = 0; i < count; ++i)
+            if (points.odd[i] == parity) out.order[placed++] = static_cast<uint8_t>(i);
     out.unit_grad_output = points.row_segment && points.grad_output_w == 1;
     out.packed_grid_grad =
         std::is_same_v<T, S> && points.row_segment && points.grid_grad_w == 3 && a.grid_grad.stride[4] == 1;
@@ -313,14 +329,17 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
             channel_terms(std::false_type{});
         if constexpr (!kScatter) continue;
         S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
+        // In the block's order (even points, then odd ones), as RunPairBlock scatters, so that
+        // every SIMD target and layout sums each element in one order.
         if (cells.all_inside && block.whole) {
-            for (int i = 0; i < count; ++i) scatter_point(acc_c + acc_base[i], i);
+            for (int j = 0; j < count; ++j) scatter_point(acc_c + acc_base[block.order[j]], block.order[j]);
         } else {
             // Points with every corner inside and scattered (most, even in a block at the
             // border or in a row that meets two slabs) without the per-corner tests.
             const S(*scatter)[kBlock] = block.whole ? cells.inside : block.scatter;
             const S* every_corner = block.whole ? cells.point_inside : block.point_scatter;
-            for (int i = 0; i < count; ++i) {
+            for (int j = 0; j < count; ++j) {
+                const int i = block.order[j];
                 if (every_corner[i] != 0) {
                     scatter_point(acc_c + acc_base[i], i);
                     continue;

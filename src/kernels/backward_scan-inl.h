@@ -169,6 +169,10 @@ HWY_INLINE void AppendSlabPoints(const Problem<T>& pb, int64_t n, int64_t d, int
         }
         for (int i = 0; i < count; ++i)
             if (keep[i] != 0 && points.Append(offsets, w0 + i)) full();
+        // Blocks end where the row's segments of kBlock points do, as the whole rows' blocks
+        // (SetRowSegment): the pair scatter's order within a block (even points, then odd
+        // ones) is then that of one thread's run, for every element.
+        if (points.count) full();
     });
 }
 
@@ -296,7 +300,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                     prepared.stream_grid_grad = a.stream_grid_grad;
                     RestrictToSlab(prepared, z_begin, z_end, depth);
                     if (pairs)
-                        RunPairBlock<T, kGridGrad>(pb, n, prepared);
+                        RunPairBlock<T, kGridGrad>(pb, n, prepared, 0, pb.channels);
                     else
                         chunked.Add();
                     points.count = 0;

@@ -19,6 +19,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/channels_last_copy-inl.h"
+#include "kernels/corner_pairs-inl.h"
 #include "kernels/simd_cells-inl.h"
 
 #include <algorithm>
@@ -207,14 +208,28 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     const int64_t in_last = LastElementOffset(in);
     const auto zero = hn::Zero(d);
     const int64_t out_ws = args.out.stride[4];
+    // Row phases where the corners pair up (corner_pairs-inl.h): the pairs' offsets once,
+    // then per channel the pairs moved by plain loads and the corners taken from them.
+    const bool pairs = CornerPairsServe(geometry);
+    HWY_ALIGN CornerRows<S> rows;
+    HWY_ALIGN S pair[4][2 * kBlock];
+    if (pairs) rows.Compute(cells, geometry);
     for (int64_t c = 0; c < in.size[1]; ++c) {
         const T* in_c = in_n + c * in.stride[1];
-        cells.LoadCorners(in_c, base, geometry.corner_delta, in_last - (in_c - in_data), v);
+        if (pairs)
+            LoadCornerPairs(in_c, rows, count, padded, pair);
+        else
+            cells.LoadCorners(in_c, base, geometry.corner_delta, in_last - (in_c - in_data), v);
         T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
         for (int i = 0; i < padded; i += lanes) {
+            hn::Vec<decltype(d)> value[8];
+            if (pairs)
+                CornerValues(d, cells, pair, i, value);
+            else
+                for (int k = 0; k < 8; ++k) value[k] = hn::Load(d, v[k] + i);
             auto sum = zero;
             for (int k = 0; k < 8; ++k) {
-                auto term = hn::Mul(hn::Load(d, v[k] + i), hn::Load(d, cells.weight[k] + i));
+                auto term = hn::Mul(value[k], hn::Load(d, cells.weight[k] + i));
                 if (!cells.all_inside) term = hn::IfThenElseZero(hn::Ne(hn::Load(d, cells.inside[k] + i), zero), term);
                 sum = hn::Add(sum, term);
             }
