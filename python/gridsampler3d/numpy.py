@@ -18,7 +18,9 @@ def _array(value):
         array = array.astype(array.dtype.newbyteorder("="))
     if (not array.flags.aligned or array.itemsize == 0
             or any(s < 0 or s % array.itemsize for s in array.strides)):
-        array = np.ascontiguousarray(array)
+        # A copy, not np.ascontiguousarray: NumPy calls a view contiguous whatever the strides
+        # of its size-1 axes (and of an empty view), and would return it as it is.
+        array = array.copy(order="C")
     return array
 
 

@@ -100,3 +100,19 @@ def test_does_not_import_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+
+def test_negative_strides_of_size_one_axes():
+    """Found by test_properties.py: a view with a negative stride along an axis of size 1 (or
+    an empty view) is contiguous to NumPy, so np.ascontiguousarray returned it as it was and
+    aclCreateTensor refused the stride."""
+    inp = np.arange(4, dtype=np.float32).reshape(1, 2, 1, 2, 1)[..., ::-1]
+    assert inp.strides[-1] < 0
+    grid = np.full((1, 1, 1, 1, 3), 0.25, dtype=np.float32)[:, :, :, ::-1]
+    expected = gsn.grid_sample(np.ascontiguousarray(inp).copy(), grid.copy())
+    np.testing.assert_array_equal(gsn.grid_sample(inp, grid), expected)
+    empty = np.zeros((1, 0, 2, 1, 3), dtype=np.float32)[:, :, :, ::-1]
+    assert gsn.grid_sample(inp, empty).shape == (1, 2, 0, 2, 1)
+    input_grad, grid_grad = gsn.grid_sample_backward(np.ones((1, 2, 1, 1, 1), np.float32), inp, grid)
+    assert input_grad.shape == inp.shape and grid_grad.shape == grid.shape
