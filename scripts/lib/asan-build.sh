@@ -37,5 +37,6 @@ unpack_corpus() {  # dir
 
 # The coverage a fuzzer log reports at its start (INITED) and its end (DONE): "cov ft".
 coverage_at() {  # log, INITED|DONE
-  sed -n "s/^#[0-9]* *$2 cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p" "$1" | tail -n 1
+  # libFuzzer writes "#RUNS<tab>WHERE cov: ...", WHERE padded with spaces ("DONE  ").
+  sed -n "s/^#[0-9]*[[:space:]]*$2[[:space:]]*cov: \([0-9]*\) ft: \([0-9]*\).*/\1 \2/p" "$1" | tail -n 1
 }
