@@ -162,7 +162,7 @@ TEST(SmoothGrids, CornersSideBySideMatchReference) {
     }
 }
 
-// One channel, W stride 1 (the scan's pair blocks, backward_pairs-inl.h): a smooth grid that
+// One channel, W stride 1 (the row phases, row_phases/backward-inl.h): a smooth grid that
 // leaves the volume at its edges, so that blocks hold points with every corner inside (the
 // corner pairs and the factored grid gradient) and points with corners outside (corner by
 // corner); every dtype, padding and alignment, against the reference.

@@ -40,7 +40,7 @@ struct PointBlock {
     int64_t grid_w = 0, grad_output_w = 0, grid_grad_w = 0;
 
     // Each point's parity: its place in its row where known (Append(row, w)), else in the
-    // block. The pair scatter (RunPairBlock) visits even points, then odd ones.
+    // block. The scatters visit even points, then odd ones (RunBlock, row_phases/backward-inl.h).
     uint8_t odd[kBlock];
 
     // Adds a point by its offsets; returns whether the block is full.
@@ -329,7 +329,7 @@ HWY_NOINLINE void RunBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& bl
             channel_terms(std::false_type{});
         if constexpr (!kScatter) continue;
         S* HWY_RESTRICT acc_c = acc_n + c * pb.acc_stride[1];
-        // In the block's order (even points, then odd ones), as RunPairBlock scatters, so that
+        // In the block's order (even points, then odd ones), as the row phases scatter, so that
         // every SIMD target and layout sums each element in one order.
         if (cells.all_inside && block.whole) {
             for (int j = 0; j < count; ++j) scatter_point(acc_c + acc_base[block.order[j]], block.order[j]);

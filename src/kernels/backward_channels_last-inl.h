@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "kernels/backward_blocks-inl.h"
-#include "kernels/backward_pairs-inl.h"
 #include "kernels/backward_point-inl.h"
 #include "kernels/simd_cells-inl.h"
 
@@ -393,8 +392,6 @@ template <typename T, bool kGridGrad, bool kUnitChannels, typename S = ComputeTy
 HWY_INLINE void RunPreparedBlock(const Problem<T>& pb, int64_t n, PreparedBlock<S>& block) {
     if constexpr (kUnitChannels) {
         RunChannelsLastBlock<T, kGridGrad>(pb, n, block);
-    } else if (PairBlocksServe(pb)) {
-        RunPairBlock<T, kGridGrad>(pb, n, block, 0, pb.channels);
     } else {
         RunBlock<T, kGridGrad>(pb, n, block, 0, pb.channels);
     }
@@ -421,14 +418,8 @@ class BlockChunk {
         if (used_ == 1 || kUnitChannels) {
             for (int b = 0; b < used_; ++b) RunPreparedBlock<T, kGridGrad, kUnitChannels>(pb_, n_, blocks_[b]);
         } else if (used_ > 1) {
-            const bool pairs = PairBlocksServe(pb_);
             for (int64_t c = 0; c < pb_.channels; ++c)
-                for (int b = 0; b < used_; ++b) {
-                    if (pairs)
-                        RunPairBlock<T, kGridGrad>(pb_, n_, blocks_[b], c, c + 1);
-                    else
-                        RunBlock<T, kGridGrad>(pb_, n_, blocks_[b], c, c + 1);
-                }
+                for (int b = 0; b < used_; ++b) RunBlock<T, kGridGrad>(pb_, n_, blocks_[b], c, c + 1);
         }
         used_ = 0;
     }

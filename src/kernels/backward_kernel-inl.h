@@ -53,6 +53,7 @@
 #include "kernels/fast_divide.h"
 #include "kernels/grid_sampler3d_kernels.h"
 #include "kernels/row_order.h"
+#include "kernels/row_phases/backward-inl.h"
 #include "kernels/trilinear_corners.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -98,6 +99,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
     }
 
     const bool blocks = OffsetsFit<S>(pb.acc_geometry) && OffsetsFit<S>(pb.in_geometry);
+    const bool row_phases = !kUnitChannels && RowPhasesServe(pb);
     if constexpr (I == Interpolation::kNearest && kGridGrad) {
         // The sample is piecewise constant: gridGrad is 0, written here in grid order rather
         // than point by point in slab order (which would write each line several times).
@@ -119,6 +121,8 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
         auto submit = [&] {
             if constexpr (I == Interpolation::kNearest) {
                 NearestBlock<T>(pb, n, block);
+            } else if (row_phases) {
+                RowPhasesBackwardBlock<T, kGridGrad>(pb, n, block, 0, vol_d);
             } else {
                 PrepareBlock<T, kGridGrad>(pb, block, chunked.Next());
                 chunked.Add();

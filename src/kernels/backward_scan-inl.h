@@ -21,9 +21,9 @@
 
 #include "kernels/backward_blocks-inl.h"
 #include "kernels/backward_channels_last-inl.h"
-#include "kernels/backward_pairs-inl.h"
 #include "kernels/backward_plan.h"
 #include "kernels/row_order.h"
+#include "kernels/row_phases/backward-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -40,7 +40,7 @@ namespace {  // internal to each element type's kernels_*.cpp
 //   nearest gridGrad (0) in grid order;
 // - the choice, from the shapes and the grid alone (never the thread count, so that the
 //   result is the same for any): scan for nearest and for bilinear with one channel, when the
-//   rows' plane ranges average at most a quarter of D; else the sorted slabs (SlabBackward);
+//   rows' plane ranges average at most half of D; else the sorted slabs (SlabBackward);
 // - pass 2, one task per slab (threads / gcd(threads, batch) slabs per batch item, and no
 //   thinner than a row's average range): every row whose range meets the slab, its planes
 //   zeroed just before the first row that reaches them, in blocks: nearest, the
@@ -209,7 +209,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         }
     }
     const int64_t average_span = spanning_rows ? (spans + spanning_rows - 1) / spanning_rows : 1;
-    if (4 * average_span > depth && depth > 4 && !a.scan_any_span) return false;
+    if (2 * average_span > depth && depth > 4 && !a.scan_any_span) return false;
 
     // Tasks: batch x slab_count, a multiple of the threads with as few slabs per item as that
     // allows (a batch of two on two threads: one slab, the whole volume, per task), unless the
@@ -275,7 +275,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         BlockVoxels<S> voxels;
         PointBlock points;
         BlockChunk<T, kGridGrad, /*kUnitChannels=*/false> chunked(pb, n);
-        const bool pairs = I == Interpolation::kBilinear && PairBlocksServe(pb);
+        const bool row_phases = I == Interpolation::kBilinear && RowPhasesServe(pb);
         // Bilinear: in bands (row_order.h), thin ones, as the task's slab is thick (4 rows
         // beat 16, and plane after plane by a sixth). Nearest, one voxel per point, gained
         // nothing from bands: plane after plane.
@@ -295,14 +295,16 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
             const auto offsets = pb.Row(n, d, h);
             if constexpr (I == Interpolation::kBilinear) {
                 auto run_block = [&] {
+                    if (row_phases) {  // the row's points that reach the slab, restricted to it
+                        RowPhasesBackwardBlock<T, kGridGrad>(pb, n, points, z_begin, z_end);
+                        points.count = 0;
+                        return;
+                    }
                     PreparedBlock<S>& prepared = chunked.Next();
                     PrepareBlock<T, kGridGrad>(pb, points, prepared);
                     prepared.stream_grid_grad = a.stream_grid_grad;
                     RestrictToSlab(prepared, z_begin, z_end, depth);
-                    if (pairs)
-                        RunPairBlock<T, kGridGrad>(pb, n, prepared, 0, pb.channels);
-                    else
-                        chunked.Add();
+                    chunked.Add();
                     points.count = 0;
                 };
                 if (ws.row_lowest[r] < z_begin || ws.row_highest[r] >= z_end) {  // the row meets other slabs
@@ -313,7 +315,10 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                 }
                 for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
                     points.SetRowSegment(offsets, w0, static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0)));
-                    run_block();
+                    if (row_phases)  // the row lies in the slab: every corner and gridGrad is the task's
+                        RowPhasesBackwardBlock<T, kGridGrad>(pb, n, points, 0, depth);
+                    else
+                        run_block();
                 }
             } else {
                 for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {

@@ -19,7 +19,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/channels_last_copy-inl.h"
-#include "kernels/corner_pairs-inl.h"
+#include "kernels/row_phases/pairs-inl.h"
 #include "kernels/simd_cells-inl.h"
 
 #include <algorithm>
@@ -188,10 +188,47 @@ HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T*
     }
 }
 
-// A row segment of up to kBlock bilinear points, vectorised across points: source indices,
-// cells and weights with SIMD (simd_cells-inl.h), the corner values gathered per channel,
-// then value = 0 + v0 * w0 + ... + v7 * w7 in vector form with the corners outside masked out
-// (PyTorch skips them), rounded once on store.
+// A row segment of up to kBlock bilinear points in row phases (row_phases/pairs-inl.h), where
+// the input's corners pair up: phase 1 the source indices and each point's four corner-row
+// pairs' offsets; per channel, phase 2 the pairs loaded, phase 3 the cells recomputed from the
+// indices and value = 0 + v0 * w0 + ... + v7 * w7 in vector form with the corners outside
+// masked out (PyTorch skips them), rounded once on store.
+template <typename T, typename S = ComputeType<T>>
+HWY_NOINLINE void RowPhasesForwardBlock(const ForwardArgs& args, const T* in_n, const T* grid_row, T* out_row,
+                                        int64_t w_begin, int count, const TrilinearGeometry& geometry) {
+    const hn::ScalableTag<S> d;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const int padded = (count + lanes - 1) / lanes * lanes;
+    const View5& in = args.input;
+    BlockIndices<S> index;
+    RowSourceIndices<T>(args, grid_row, w_begin, count, index.axis);
+    index.PadFrom(count, padded);
+    HWY_ALIGN CornerRows<S> rows;
+    BlockLanes<S> cells;
+    const bool all_inside = rows.Compute(index, count, padded, geometry, &cells);
+    HWY_ALIGN S pairs[4][2 * kBlock];
+    const int64_t size[3] = {geometry.size[2], geometry.size[1], geometry.size[0]};
+    const int64_t out_ws = args.out.stride[4];
+    for (int64_t c = 0; c < in.size[1]; ++c) {
+        LoadCornerPairs(in_n + c * in.stride[1], rows, count, padded, pairs);
+        T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
+        for (int i = 0; i < padded; i += lanes) {
+            hn::Vec<decltype(d)> value[8];
+            const LaneCells<decltype(d)> cell(d, cells, i, size, !all_inside);
+            CornerValues(d, cell.floor[0], size[0], pairs, i, value);
+            auto sum = hn::Zero(d);
+            for (int k = 0; k < 8; ++k) {
+                auto term = hn::Mul(value[k], cell.Weight(k));
+                if (!all_inside) term = hn::IfThenElseZero(cell.Inside(k), term);
+                sum = hn::Add(sum, term);
+            }
+            StoreRowLanes(d, sum, out_c, i, count, out_ws);
+        }
+    }
+}
+
+// The same where the corners do not pair up (W = 1, or the input's W stride not 1), with the
+// cells in arrays (BlockCells) and the corners gathered.
 template <typename T, typename S = ComputeType<T>>
 HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, const T* grid_row, T* out_row,
                                        int64_t w_begin, int count, const TrilinearGeometry& geometry) {
@@ -208,28 +245,14 @@ HWY_NOINLINE void BilinearForwardBlock(const ForwardArgs& args, const T* in_n, c
     const int64_t in_last = LastElementOffset(in);
     const auto zero = hn::Zero(d);
     const int64_t out_ws = args.out.stride[4];
-    // Row phases where the corners pair up (corner_pairs-inl.h): the pairs' offsets once,
-    // then per channel the pairs moved by plain loads and the corners taken from them.
-    const bool pairs = CornerPairsServe(geometry);
-    HWY_ALIGN CornerRows<S> rows;
-    HWY_ALIGN S pair[4][2 * kBlock];
-    if (pairs) rows.Compute(cells, geometry);
     for (int64_t c = 0; c < in.size[1]; ++c) {
         const T* in_c = in_n + c * in.stride[1];
-        if (pairs)
-            LoadCornerPairs(in_c, rows, count, padded, pair);
-        else
-            cells.LoadCorners(in_c, base, geometry.corner_delta, in_last - (in_c - in_data), v);
+        cells.LoadCorners(in_c, base, geometry.corner_delta, in_last - (in_c - in_data), v);
         T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
         for (int i = 0; i < padded; i += lanes) {
-            hn::Vec<decltype(d)> value[8];
-            if (pairs)
-                CornerValues(d, cells, pair, i, value);
-            else
-                for (int k = 0; k < 8; ++k) value[k] = hn::Load(d, v[k] + i);
             auto sum = zero;
             for (int k = 0; k < 8; ++k) {
-                auto term = hn::Mul(value[k], hn::Load(d, cells.weight[k] + i));
+                auto term = hn::Mul(hn::Load(d, v[k] + i), hn::Load(d, cells.weight[k] + i));
                 if (!cells.all_inside) term = hn::IfThenElseZero(hn::Ne(hn::Load(d, cells.inside[k] + i), zero), term);
                 sum = hn::Add(sum, term);
             }
@@ -416,6 +439,7 @@ void Forward(const ForwardArgs& args) {
     if (rows == 0 || out_w == 0 || in.size[1] == 0) return;
     const TrilinearGeometry geometry(in);
     const bool simd_offsets = OffsetsFit<ComputeType<T>>(geometry);
+    [[maybe_unused]] const bool row_phases = CornerPairsServe<ComputeType<T>>(geometry);
     if constexpr (!kUnitChannels && I == Interpolation::kNearest) {
         if (simd_offsets) return NearestForwardInChunks<T>(args, geometry);
     }
@@ -430,7 +454,10 @@ void Forward(const ForwardArgs& args) {
             if (simd_offsets) {
                 for (int64_t w = 0; w < out_w; w += kBlock) {
                     const int count = static_cast<int>(std::min<int64_t>(kBlock, out_w - w));
-                    BilinearForwardBlock<T>(args, in_n, g, out_row, w, count, geometry);
+                    if (row_phases)
+                        RowPhasesForwardBlock<T>(args, in_n, g, out_row, w, count, geometry);
+                    else
+                        BilinearForwardBlock<T>(args, in_n, g, out_row, w, count, geometry);
                 }
                 continue;
             }

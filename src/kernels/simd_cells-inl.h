@@ -85,14 +85,15 @@ HWY_INLINE void BlockSourceIndicesOf(const S* HWY_RESTRICT coord, int padded, in
     } else {
         const hn::ScalableTag<S> d;
         const int lanes = static_cast<int>(hn::Lanes(d));
-        const auto one = hn::Set(d, S(1)), two = hn::Set(d, S(2)), zero = hn::Zero(d);
+        const auto one = hn::Set(d, S(1)), half = hn::Set(d, S(0.5)), zero = hn::Zero(d);
         const auto last = hn::Set(d, static_cast<S>(size - 1)), extent = hn::Set(d, static_cast<S>(size));
         const auto unnormalize_derivative = hn::Set(d, UnnormalizeDerivative<S>(size, align));
         for (int i = 0; i < padded; i += lanes) {
             const auto c = hn::Load(d, coord + i);
-            // Unnormalize: ((c + 1) / 2) * (size - 1), or ((c + 1) * size - 1) / 2.
-            auto v = align ? hn::Mul(hn::Div(hn::Add(c, one), two), last)
-                           : hn::Div(hn::Sub(hn::Mul(hn::Add(c, one), extent), one), two);
+            // Unnormalize: ((c + 1) / 2) * (size - 1), or ((c + 1) * size - 1) / 2; x / 2 as
+            // x * 0.5, the same correctly rounded value without a division.
+            auto v = align ? hn::Mul(hn::Mul(hn::Add(c, one), half), last)
+                           : hn::Mul(hn::Sub(hn::Mul(hn::Add(c, one), extent), one), half);
             auto dv = unnormalize_derivative;
             auto scalar = hn::FirstN(d, 0);  // lanes to redo with the scalar code
             auto reflect_derivative = one;
