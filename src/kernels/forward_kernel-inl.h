@@ -19,7 +19,7 @@
 #include <hwy/highway.h>
 
 #include "kernels/channels_last_copy-inl.h"
-#include "kernels/row_phases/pairs-inl.h"
+#include "kernels/row_phases/forward-inl.h"
 #include "kernels/simd_cells-inl.h"
 
 #include <algorithm>
@@ -34,43 +34,6 @@ HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
 namespace {
-
-// Lanes i .. min(i + lanes, count) - 1 of v into out_c[j * out_ws], rounded to T: a full
-// vector into a packed row converted and stored in vectors (StoreLanes), else lane by lane.
-// (A row's points at stride out_ws, or one point's channels at the channel stride.)
-template <typename T, class D>
-HWY_INLINE void StoreRowLanes(D d, hn::Vec<D> v, T* HWY_RESTRICT out_c, int i, int count, int64_t out_ws) {
-    using S = hn::TFromD<D>;
-    const int lanes = static_cast<int>(hn::Lanes(d));
-    if constexpr (kStoresLanes<T, S>) {
-        if (out_ws == 1 && i + lanes <= count) {
-            StoreLanes(d, v, out_c + i);
-            return;
-        }
-    }
-    HWY_ALIGN S value[hn::MaxLanes(d)];
-    hn::Store(v, d, value);
-    for (int j = 0; j < lanes && i + j < count; ++j) StoreElement<T>(value[j], out_c + (i + j) * out_ws);
-}
-
-// The source indices (x, y, z) of `count` (<= kBlock) consecutive points of a grid row from
-// w_begin, in vector form (BlockSourceIndices: bitwise PyTorch's scalar code, reflection
-// included), into index[axis][i]. The point paths take them from here: computed point by
-// point, the reflection's fmod and floor made the channels-last forward with reflection
-// twice as slow as with zeros padding at (2, 8, 64).
-template <typename T, typename S = ComputeType<T>>
-HWY_INLINE void RowSourceIndices(const ForwardArgs& args, const T* grid_row, int64_t w_begin, int count,
-                                 S (*HWY_RESTRICT index)[kBlock]) {
-    const hn::ScalableTag<S> d;
-    const int lanes = static_cast<int>(hn::Lanes(d));
-    const int padded = (count + lanes - 1) / lanes * lanes;
-    const View5& in = args.input;
-    const int64_t gs = args.grid.stride[3], cs = args.grid.stride[4];
-    HWY_ALIGN S coord[3][kBlock];
-    LoadGridRow(grid_row + w_begin * gs, gs, cs, count, padded, coord);
-    BlockSourceIndices3<S, false>(coord, padded, in.size, args.options, index[0], index[1], index[2], nullptr, nullptr,
-                                  nullptr);
-}
 
 // One point's eight corners, every channel: corner k of channel 0 at base + offset[k], with
 // weight w[k]; inside: whether each corner counts (nullptr: all eight do), the others are
@@ -185,45 +148,6 @@ HWY_INLINE void SampleRowPoints(const ForwardArgs& args, const T* in_n, const T*
         for (int i = 0; i < points; ++i)
             SamplePoint<T, I, kUnitChannels, kUnitInput>(args, in_n, index[0][i], index[1][i], index[2][i],
                                                             out(b + i), geometry);
-    }
-}
-
-// A row segment of up to kBlock bilinear points in row phases (row_phases/pairs-inl.h), where
-// the input's corners pair up: phase 1 the source indices and each point's four corner-row
-// pairs' offsets; per channel, phase 2 the pairs loaded, phase 3 the cells recomputed from the
-// indices and value = 0 + v0 * w0 + ... + v7 * w7 in vector form with the corners outside
-// masked out (PyTorch skips them), rounded once on store.
-template <typename T, typename S = ComputeType<T>>
-HWY_NOINLINE void RowPhasesForwardBlock(const ForwardArgs& args, const T* in_n, const T* grid_row, T* out_row,
-                                        int64_t w_begin, int count, const TrilinearGeometry& geometry) {
-    const hn::ScalableTag<S> d;
-    const int lanes = static_cast<int>(hn::Lanes(d));
-    const int padded = (count + lanes - 1) / lanes * lanes;
-    const View5& in = args.input;
-    BlockIndices<S> index;
-    RowSourceIndices<T>(args, grid_row, w_begin, count, index.axis);
-    index.PadFrom(count, padded);
-    HWY_ALIGN CornerRows<S> rows;
-    BlockLanes<S> cells;
-    const bool all_inside = rows.Compute(index, count, padded, geometry, &cells);
-    HWY_ALIGN S pairs[4][2 * kBlock];
-    const int64_t size[3] = {geometry.size[2], geometry.size[1], geometry.size[0]};
-    const int64_t out_ws = args.out.stride[4];
-    for (int64_t c = 0; c < in.size[1]; ++c) {
-        LoadCornerPairs(in_n + c * in.stride[1], rows, count, padded, pairs);
-        T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
-        for (int i = 0; i < padded; i += lanes) {
-            hn::Vec<decltype(d)> value[8];
-            const LaneCells<decltype(d)> cell(d, cells, i, size, !all_inside);
-            CornerValues(d, cell.floor[0], size[0], pairs, i, value);
-            auto sum = hn::Zero(d);
-            for (int k = 0; k < 8; ++k) {
-                auto term = hn::Mul(value[k], cell.Weight(k));
-                if (!all_inside) term = hn::IfThenElseZero(cell.Inside(k), term);
-                sum = hn::Add(sum, term);
-            }
-            StoreRowLanes(d, sum, out_c, i, count, out_ws);
-        }
     }
 }
 
