@@ -60,10 +60,13 @@ struct PointBlock {
         odd[count] = static_cast<uint8_t>(parity);
         return ++count == kBlock;
     }
-    // The block becomes points w0 .. w0 + n - 1 of a row (1 <= n <= kBlock).
-    void SetRowSegment(const RowOffsets& row, int64_t w0, int n) {
+    // The block becomes points w0 .. w0 + n - 1 of a row (1 <= n <= kBlock); every point's
+    // offsets and parity, or (each_point false, for the row phases, which address a row
+    // segment from its first point) only the first point's.
+    void SetRowSegment(const RowOffsets& row, int64_t w0, int n, bool each_point = true) {
         count = 0;
-        for (int i = 0; i < n; ++i) Append(row, w0 + i);
+        for (int i = 0; i < (each_point ? n : 1); ++i) Append(row, w0 + i);
+        count = n;
         row_segment = true;
         grid_w = row.grid_w, grad_output_w = row.grad_output_w, grid_grad_w = row.grid_grad_w;
     }

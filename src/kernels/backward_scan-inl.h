@@ -314,7 +314,8 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                     continue;
                 }
                 for (int64_t w0 = 0; w0 < pb.out_w; w0 += kBlock) {
-                    points.SetRowSegment(offsets, w0, static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0)));
+                    points.SetRowSegment(offsets, w0, static_cast<int>(std::min<int64_t>(kBlock, pb.out_w - w0)),
+                                         !row_phases);
                     if (row_phases)  // the row lies in the slab: every corner and gridGrad is the task's
                         RowPhasesBackwardBlock<T, kGridGrad>(pb, n, points, 0, depth);
                     else

@@ -103,11 +103,12 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
     uint8_t own_order[kBlock + 1];
     const uint8_t* order = kRowOrder.order;
     if (!points.row_segment || count < kBlock) {
+        // Point i's parity: in a row segment (which starts on an even point) i's own.
         int placed = 0;  // branch-free compaction: each point written, kept where it belongs
         for (int parity = 0; parity < 2; ++parity)
             for (int i = 0; i < count; ++i) {
                 own_order[placed] = static_cast<uint8_t>(i);
-                placed += points.odd[i] == parity;
+                placed += (points.row_segment ? i & 1 : points.odd[i]) == parity;
             }
         order = own_order;
     }
@@ -136,7 +137,10 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
         if (unit_grad_output)
             for (; loaded + lanes <= count; loaded += lanes)
                 hn::Store(LoadLanes(d, gout_c + points.grad_output[0] + loaded), d, g + loaded);
-        for (int i = loaded; i < count; ++i) g[i] = LoadElement(gout_c + points.grad_output[i]);
+        if (points.row_segment)
+            for (int i = loaded; i < count; ++i) g[i] = LoadElement(gout_c + points.grad_output[0] + i * points.grad_output_w);
+        else
+            for (int i = loaded; i < count; ++i) g[i] = LoadElement(gout_c + points.grad_output[i]);
         for (int i = count; i < padded; ++i) g[i] = 0;
         PairAmounts(cells, padded, all_inside, size, g, amounts);
 
@@ -212,7 +216,7 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
     const int64_t ggs = a.grid_grad.stride[4];
     for (; i < count; ++i) {
         if (restricted && !owned[i]) continue;  // another slab's task writes it
-        T* gg = pb.ggrid + points.grid_grad[i];
+        T* gg = pb.ggrid + (points.row_segment ? points.grid_grad[0] + i * points.grid_grad_w : points.grid_grad[i]);
         for (int axis = 0; axis < 3; ++axis) StoreElement<T>(m[axis][i] * sum[axis][i], gg + axis * ggs);
     }
 }

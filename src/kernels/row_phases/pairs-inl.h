@@ -27,6 +27,7 @@
 #define GS3D_KERNELS_ROW_PHASES_PAIRS_INL_H_
 #endif
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <cstdint>
@@ -134,8 +135,11 @@ struct CornerRows {
 
     // Phase 1 from `padded` points' source indices; returns whether all eight corners of each
     // of the first `count` points are inside.
+    // prefetch: a volume whose corner lines are asked for as the offsets are known (every
+    // fourth point's four rows: a line holds 16 fp32 values, and neighbours share lines).
+    template <typename T = S>
     HWY_INLINE bool Compute(const BlockIndices<S>& index, int count, int padded, const TrilinearGeometry& g,
-                            BlockLanes<S>* lanes_out = nullptr) {
+                            BlockLanes<S>* lanes_out = nullptr, const T* prefetch = nullptr) {
         const hn::ScalableTag<S> d;
         const int lanes = static_cast<int>(hn::Lanes(d));
         const int64_t size[3] = {g.size[2], g.size[1], g.size[0]};
@@ -157,27 +161,33 @@ struct CornerRows {
             const auto x = clamp(c.floor[0], 0);
             const decltype(x) y[2] = {clamp(c.floor[1], 1), clamp(hn::Add(c.floor[1], one), 1)};
             const decltype(x) z[2] = {clamp(c.floor[2], 2), clamp(hn::Add(c.floor[2], one), 2)};
-            for (int r = 0; r < 4; ++r) Store(d, x, y[r & 1], z[r >> 1], g.stride, row[r] + i);
+            StoreRows(d, x, y, z, g.stride, i);
+            if (prefetch)
+                for (int l = i; l < i + lanes && l < count; l += 4)
+                    for (int r = 0; r < 4; ++r) hwy::Prefetch(prefetch + row[r][l]);
         }
         return all;
     }
 
   private:
-    // x * sx + y * sy + z * sz as offsets: int32 lanes for fp32 (CornerPairsServe checks
-    // OffsetsFit), exact doubles converted for fp64 (offsets below 2^53).
+    // Row r's offset z[r >> 1] * sz + y[r & 1] * sy + x (the W stride is 1: CornerPairsServe),
+    // into row[r][i ..]: in int32 lanes for fp32 (CornerPairsServe checks OffsetsFit), each
+    // product once; exact doubles converted for fp64 (offsets below 2^53).
     template <class D, class V>
-    static HWY_INLINE void Store(D d, V x, V y, V z, const int64_t stride[3], Offset* HWY_RESTRICT to) {
+    HWY_INLINE void StoreRows(D d, V x, const V y[2], const V z[2], const int64_t stride[3], int i) {
         const hn::RebindToSigned<D> di;
         if constexpr (sizeof(S) == 4) {
-            const auto o = hn::Add(hn::Add(hn::Mul(hn::ConvertTo(di, z), hn::Set(di, static_cast<Offset>(stride[0]))),
-                                           hn::Mul(hn::ConvertTo(di, y), hn::Set(di, static_cast<Offset>(stride[1])))),
-                                   hn::Mul(hn::ConvertTo(di, x), hn::Set(di, static_cast<Offset>(stride[2]))));
-            hn::Store(o, di, to);
+            const auto sz = hn::Set(di, static_cast<Offset>(stride[0])), sy = hn::Set(di, static_cast<Offset>(stride[1]));
+            const auto xi = hn::ConvertTo(di, x);
+            const decltype(xi) yx[2] = {hn::Add(hn::Mul(hn::ConvertTo(di, y[0]), sy), xi),
+                                        hn::Add(hn::Mul(hn::ConvertTo(di, y[1]), sy), xi)};
+            const decltype(xi) zs[2] = {hn::Mul(hn::ConvertTo(di, z[0]), sz), hn::Mul(hn::ConvertTo(di, z[1]), sz)};
+            for (int r = 0; r < 4; ++r) hn::Store(hn::Add(zs[r >> 1], yx[r & 1]), di, row[r] + i);
         } else {
-            const auto o = hn::Add(hn::Add(hn::Mul(z, hn::Set(d, static_cast<S>(stride[0]))),
-                                           hn::Mul(y, hn::Set(d, static_cast<S>(stride[1])))),
-                                   hn::Mul(x, hn::Set(d, static_cast<S>(stride[2]))));
-            hn::Store(hn::ConvertTo(di, o), di, to);
+            const V sz = hn::Set(d, static_cast<S>(stride[0])), sy = hn::Set(d, static_cast<S>(stride[1]));
+            const V yx[2] = {hn::Add(hn::Mul(y[0], sy), x), hn::Add(hn::Mul(y[1], sy), x)};
+            const V zs[2] = {hn::Mul(z[0], sz), hn::Mul(z[1], sz)};
+            for (int r = 0; r < 4; ++r) hn::Store(hn::ConvertTo(di, hn::Add(zs[r >> 1], yx[r & 1])), di, row[r] + i);
         }
     }
 };
