@@ -77,7 +77,7 @@ HWY_NOINLINE void RowPhasesForwardBlock(const ForwardArgs& args, const T* in_n, 
     index.PadFrom(count, padded);
     HWY_ALIGN CornerRows<S> rows;
     BlockLanes<S> cells;
-    const bool all_inside = rows.Compute(index, count, padded, geometry, &cells, in_n);
+    const bool all_inside = rows.Compute(index, count, padded, geometry, &cells);
     HWY_ALIGN S pairs[4][2 * kBlock];
     const int64_t size[3] = {geometry.size[2], geometry.size[1], geometry.size[0]};
     const int64_t out_ws = args.out.stride[4];

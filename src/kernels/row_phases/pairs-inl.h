@@ -27,7 +27,6 @@
 #define GS3D_KERNELS_ROW_PHASES_PAIRS_INL_H_
 #endif
 
-#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <cstdint>
@@ -135,11 +134,8 @@ struct CornerRows {
 
     // Phase 1 from `padded` points' source indices; returns whether all eight corners of each
     // of the first `count` points are inside.
-    // prefetch: a volume whose corner lines are asked for as the offsets are known (every
-    // fourth point's four rows: a line holds 16 fp32 values, and neighbours share lines).
-    template <typename T = S>
     HWY_INLINE bool Compute(const BlockIndices<S>& index, int count, int padded, const TrilinearGeometry& g,
-                            BlockLanes<S>* lanes_out = nullptr, const T* prefetch = nullptr) {
+                            BlockLanes<S>* lanes_out = nullptr) {
         const hn::ScalableTag<S> d;
         const int lanes = static_cast<int>(hn::Lanes(d));
         const int64_t size[3] = {g.size[2], g.size[1], g.size[0]};
@@ -162,9 +158,6 @@ struct CornerRows {
             const decltype(x) y[2] = {clamp(c.floor[1], 1), clamp(hn::Add(c.floor[1], one), 1)};
             const decltype(x) z[2] = {clamp(c.floor[2], 2), clamp(hn::Add(c.floor[2], one), 2)};
             StoreRows(d, x, y, z, g.stride, i);
-            if (prefetch)
-                for (int l = i; l < i + lanes && l < count; l += 4)
-                    for (int r = 0; r < 4; ++r) hwy::Prefetch(prefetch + row[r][l]);
         }
         return all;
     }
