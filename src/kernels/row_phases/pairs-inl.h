@@ -187,20 +187,28 @@ struct CornerRows {
 
 // Phase 2 of a channel: each point's four corner pairs from `volume` into pairs[r][2 i],
 // [2 i + 1], in the compute type; the padding lanes' pairs are 0.
+// fp16 and bf16 pairs are moved as they are (one 32-bit move each) and converted afterwards
+// in vectors (LoadLanes), rather than element by element in the scalar pass.
 template <typename T, typename S>
 HWY_INLINE void LoadCornerPairs(const T* HWY_RESTRICT volume, const CornerRows<S>& rows, int count, int padded,
                                 S (*HWY_RESTRICT pairs)[2 * kBlock]) {
-    for (int i = 0; i < count; ++i)
-        for (int r = 0; r < 4; ++r) {
-            const T* HWY_RESTRICT p = volume + rows.row[r][i];
-            if constexpr (std::is_same_v<T, S>) {
-                std::memcpy(pairs[r] + 2 * i, p, 2 * sizeof(S));  // one 64- or 128-bit move
-            } else {
-                pairs[r][2 * i] = LoadElement(p), pairs[r][2 * i + 1] = LoadElement(p + 1);
-            }
-        }
-    for (int r = 0; r < 4; ++r)
-        for (int i = 2 * count; i < 2 * padded; ++i) pairs[r][i] = 0;
+    if constexpr (std::is_same_v<T, S>) {
+        for (int i = 0; i < count; ++i)
+            for (int r = 0; r < 4; ++r)
+                std::memcpy(pairs[r] + 2 * i, volume + rows.row[r][i], 2 * sizeof(S));  // one 64- or 128-bit move
+        for (int r = 0; r < 4; ++r)
+            for (int i = 2 * count; i < 2 * padded; ++i) pairs[r][i] = 0;
+    } else {
+        HWY_ALIGN T raw[4][2 * kBlock];
+        for (int i = 0; i < count; ++i)
+            for (int r = 0; r < 4; ++r) std::memcpy(raw[r] + 2 * i, volume + rows.row[r][i], 2 * sizeof(T));
+        for (int r = 0; r < 4; ++r)
+            for (int i = 2 * count; i < 2 * padded; ++i) std::memset(&raw[r][i], 0, sizeof(T));  // +0 in either type
+        const hn::ScalableTag<S> d;
+        const int lanes = static_cast<int>(hn::Lanes(d));
+        for (int r = 0; r < 4; ++r)
+            for (int i = 0; i < 2 * padded; i += lanes) hn::Store(LoadLanes(d, raw[r] + i), d, pairs[r] + i);
+    }
 }
 
 // Phase 3: lanes i .. of the eight corner values, v[k] for PyTorch's corner k, from the
