@@ -72,6 +72,32 @@ struct PointBlock {
     }
 };
 
+// 0, 2, 4, ..., then 1, 3, 5, ...: the scatter's order over a full block.
+struct EvenThenOdd {
+    uint8_t order[kBlock];
+    constexpr EvenThenOdd() : order() {
+        for (int i = 0; i < kBlock; ++i) order[i] = static_cast<uint8_t>(i < kBlock / 2 ? 2 * i : 2 * (i - kBlock / 2) + 1);
+    }
+};
+
+// The order in which a block's points scatter (RunBlock, row_phases/backward-inl.h): its even
+// points, then its odd ones, each in block order, so that consecutive read-modify-writes of a
+// smooth grid's neighbours never half overlap the pair just stored (no store-to-load
+// forwarding there). A point's parity is PointBlock::odd, or in a row segment (which starts
+// on an even point) its own index's. A full row segment's order is a table; others are
+// written into `own` (kBlock + 1 entries: the branch-free compaction writes one past).
+HWY_INLINE const uint8_t* ScatterOrder(const PointBlock& points, uint8_t* own) {
+    static constexpr EvenThenOdd kFullSegment{};
+    if (points.row_segment && points.count == kBlock) return kFullSegment.order;
+    int placed = 0;  // each point written, kept where it belongs
+    for (int parity = 0; parity < 2; ++parity)
+        for (int i = 0; i < points.count; ++i) {
+            own[placed] = static_cast<uint8_t>(i);
+            placed += (points.row_segment ? i & 1 : points.odd[i]) == parity;
+        }
+    return own;
+}
+
 // A block of bilinear points after its per-point work (stage A below): cells,
 // weights, inside masks, first-corner offsets and d(index)/d(grid value).
 template <typename S>
@@ -97,10 +123,7 @@ struct PreparedBlock {
     HWY_ALIGN S point_scatter[kBlock];
     bool owned[kBlock];
     HWY_ALIGN S gix[kBlock], giy[kBlock], giz[kBlock];  // the grid gradient's sums over the channels run so far
-    // The points' even ones, then the odd ones (PointBlock::odd), in block order: the pair
-    // scatter's order, so that consecutive read-modify-writes of a smooth grid's neighbours
-    // never half overlap the pair just stored (no store-to-load forwarding there).
-    uint8_t order[kBlock];
+    uint8_t order[kBlock + 1];  // the scatter's order (ScatterOrder)
 };
 
 // Walks a grid row in blocks of kBlock points: for each, the source indices along D (with
@@ -147,10 +170,8 @@ HWY_NOINLINE void PrepareBlock(const Problem<T>& pb, const PointBlock& points, P
         LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, cs, count, padded, coord);
     std::copy(points.grad_output, points.grad_output + count, out.grad_output);
     std::copy(points.grid_grad, points.grid_grad + count, out.grid_grad);
-    int placed = 0;
-    for (int parity = 0; parity < 2; ++parity)
-        for (int i = 0; i < count; ++i)
-            if (points.odd[i] == parity) out.order[placed++] = static_cast<uint8_t>(i);
+    const uint8_t* order = ScatterOrder(points, out.order);
+    if (order != out.order) std::copy(order, order + count, out.order);
     out.unit_grad_output = points.row_segment && points.grad_output_w == 1;
     out.packed_grid_grad =
         std::is_same_v<T, S> && points.row_segment && points.grid_grad_w == 3 && a.grid_grad.stride[4] == 1;

@@ -34,14 +34,6 @@ HWY_INLINE bool RowPhasesServe(const Problem<T>& pb) {
     return CornerPairsServe<S>(pb.acc_geometry) && CornerPairsServe<S>(pb.in_geometry);
 }
 
-// 0, 2, 4, ..., then 1, 3, 5, ...: the scatter's order over a full block.
-struct EvenThenOdd {
-    uint8_t order[kBlock];
-    constexpr EvenThenOdd() : order() {
-        for (int i = 0; i < kBlock; ++i) order[i] = static_cast<uint8_t>(i < kBlock / 2 ? 2 * i : 2 * (i - kBlock / 2) + 1);
-    }
-};
-
 // Phase 1 of a channel for the scatter: the amounts added to each corner row's pair,
 // amounts[r][2 i], [2 i + 1], in memory order: corner k's weight * g (PyTorch's product),
 // +0 for corners outside and for the clamped pair's element that is no corner.
@@ -98,28 +90,16 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
     const bool all_inside = acc_rows.Compute(index, count, padded, pb.acc_geometry, &cells);
     if (kGridGrad && !pb.same_geometry) in_rows.Compute(index, count, padded, pb.in_geometry);
     const CornerRows<S>& value_rows = pb.same_geometry ? acc_rows : in_rows;
-    // The scatter's order: even points, then odd ones; a row segment's from a table.
-    static constexpr EvenThenOdd kRowOrder{};
     uint8_t own_order[kBlock + 1];
-    const uint8_t* order = kRowOrder.order;
-    if (!points.row_segment || count < kBlock) {
-        // Point i's parity: in a row segment (which starts on an even point) i's own.
-        int placed = 0;  // branch-free compaction: each point written, kept where it belongs
-        for (int parity = 0; parity < 2; ++parity)
-            for (int i = 0; i < count; ++i) {
-                own_order[placed] = static_cast<uint8_t>(i);
-                placed += (points.row_segment ? i & 1 : points.odd[i]) == parity;
-            }
-        order = own_order;
-    }
+    const uint8_t* order = ScatterOrder(points, own_order);
     const int64_t size[3] = {pb.in_geometry.size[2], pb.in_geometry.size[1], pb.in_geometry.size[0]};
     const bool restricted = z_begin > 0 || z_end < size[2];
     uint8_t keep[kBlock], owned[kBlock];  // restricted: corner rows r kept (bit r); gridGrad written
+    const S last_plane = static_cast<S>(size[2] - 1);
     if (restricted)
         for (int i = 0; i < count; ++i) {
-            const S last = static_cast<S>(size[2] - 1);
-            const S planes[2] = {std::min(std::max(cells.floor[2][i], S(0)), last),
-                                 std::min(std::max(cells.floor[2][i] + 1, S(0)), last)};
+            const S planes[2] = {std::min(std::max(cells.floor[2][i], S(0)), last_plane),
+                                 std::min(std::max(cells.floor[2][i] + 1, S(0)), last_plane)};
             const bool in_slab[2] = {planes[0] >= static_cast<S>(z_begin) && planes[0] < static_cast<S>(z_end),
                                      planes[1] >= static_cast<S>(z_begin) && planes[1] < static_cast<S>(z_end)};
             keep[i] = static_cast<uint8_t>((in_slab[0] ? 3 : 0) | (in_slab[1] ? 12 : 0));
@@ -173,8 +153,7 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
             if (load_here) LoadCornerPairs(in_c, value_rows, count, padded, values);
         } else if (load_here) {
             scatter(std::true_type{}, std::false_type{});
-            for (int r = 0; r < 4; ++r)
-                for (int i = 2 * count; i < 2 * padded; ++i) values[r][i] = 0;
+            ZeroPairTails(values, count, padded);
         } else {
             scatter(std::false_type{}, std::false_type{});
         }

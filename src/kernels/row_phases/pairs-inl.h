@@ -187,6 +187,13 @@ struct CornerRows {
 
 // Phase 2 of a channel: each point's four corner pairs from `volume` into pairs[r][2 i],
 // [2 i + 1], in the compute type; the padding lanes' pairs are 0.
+// The padding lanes' pairs (points count .. padded - 1) set to 0.
+template <typename S>
+HWY_INLINE void ZeroPairTails(S (*HWY_RESTRICT pairs)[2 * kBlock], int count, int padded) {
+    for (int r = 0; r < 4; ++r)
+        for (int i = 2 * count; i < 2 * padded; ++i) pairs[r][i] = 0;
+}
+
 // fp16 and bf16 pairs are moved as they are (one 32-bit move each) and converted afterwards
 // in vectors (LoadLanes), rather than element by element in the scalar pass.
 template <typename T, typename S>
@@ -196,8 +203,7 @@ HWY_INLINE void LoadCornerPairs(const T* HWY_RESTRICT volume, const CornerRows<S
         for (int i = 0; i < count; ++i)
             for (int r = 0; r < 4; ++r)
                 std::memcpy(pairs[r] + 2 * i, volume + rows.row[r][i], 2 * sizeof(S));  // one 64- or 128-bit move
-        for (int r = 0; r < 4; ++r)
-            for (int i = 2 * count; i < 2 * padded; ++i) pairs[r][i] = 0;
+        ZeroPairTails(pairs, count, padded);
     } else {
         HWY_ALIGN T raw[4][2 * kBlock];
         for (int i = 0; i < count; ++i)
