@@ -12,7 +12,8 @@ from ._errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, STATUS_NA
 from . import _arguments, _runtime
 
 __version__ = "0.1.0"
-__all__ = ["grid_sample", "grid_sample_backward", "affine_warp", "displacement_warp", "patch_torch", "set_deterministic", "is_deterministic", "set_num_threads",
+__all__ = ["grid_sample", "grid_sample_backward", "affine_warp", "displacement_warp", "patch_torch", "patch_monai",
+           "set_deterministic", "is_deterministic", "set_num_threads",
            "get_num_threads", "library_path", "GridSamplerError"]
 
 
@@ -93,6 +94,27 @@ def patch_torch(enabled=True):
     from . import _patch  # torch is needed only here and in grid_sample
 
     return _patch.TorchPatch(enabled)
+
+
+def patch_monai(enabled=True):
+    """Routes MONAI's Affine and RandAffine (and so Affined and RandAffined) and its Warp layer
+    to the fused warps: the one line that speeds up MONAI augmentation and registration code.
+    patch_monai(False) restores MONAI's methods; the context-manager form is patch_torch's.
+
+        gridsampler3d.patch_monai()
+        with gridsampler3d.patch_monai(): ...
+
+    Routed: channel-first 3-D CPU images (MetaTensor or tensor, no pending lazy operations),
+    mode "bilinear" or "nearest" (or what MONAI resolves to them), padding "zeros", "border" or
+    "reflection". The affine transforms ask MONAI for their matrix only (the same random draws)
+    and keep MONAI's metadata and inverse; Warp takes 5-D float32 or float64 tensors and is
+    differentiable. Everything else (CUDA, spline modes, 2-D, lazy resampling, Warp with jitter
+    or MONAI's compiled extension) runs MONAI's own code. A float32 image on MONAI's default
+    float32 grid is sampled in float32 (see docs/monai.md). Refuses (RuntimeError, nothing
+    patched) on a MONAI version it was not tested with; ImportError without MONAI."""
+    from . import _monai
+
+    return _monai.MonaiPatch(enabled)
 
 
 def set_deterministic(enabled):
