@@ -14,6 +14,7 @@ SUPPORTED_MONAI_VERSIONS = ("1.3.0",)  # the versions test_monai has covered
 
 _lock = threading.Lock()
 _originals = {}  # (class, method name) -> MONAI's function, filled on the first patch
+_patched = {}  # (class, method name) -> its replacement, made once
 
 
 def _monai():
@@ -76,12 +77,13 @@ def _set(patched):
         was_patched = is_patched()
         if patched and not was_patched:
             for cls, name, make in _replacements(monai):
-                stock = _originals.setdefault((cls, name), cls.__dict__[name])
-                replacement = make(stock)
-                replacement.__name__, replacement.__qualname__ = stock.__name__, stock.__qualname__
-                replacement.__doc__ = ("Patched by gridsampler3d.patch_monai(): served by the fused warps where "
-                                       "they apply, by MONAI otherwise.\n\n" + (stock.__doc__ or ""))
-                setattr(cls, name, replacement)
+                if (cls, name) not in _patched:
+                    _originals[cls, name] = stock = cls.__dict__[name]
+                    _patched[cls, name] = replacement = make(stock)
+                    replacement.__name__, replacement.__qualname__ = stock.__name__, stock.__qualname__
+                    replacement.__doc__ = ("Patched by gridsampler3d.patch_monai(): served by the fused warps where "
+                                           "they apply, by MONAI otherwise.\n\n" + (stock.__doc__ or ""))
+                setattr(cls, name, _patched[cls, name])
         elif not patched and was_patched:
             for (cls, name), stock in _originals.items():
                 setattr(cls, name, stock)

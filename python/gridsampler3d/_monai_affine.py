@@ -83,14 +83,14 @@ def theta_of(matrix, image_size, out_size, norm_coords):
     2 / max(2, S_k) when norm_coords (Resample's normalisation). affine_grid's base coordinate b
     of that voxel (either alignment, with AffineGrid's own align_corners scale) is 2 (o - (O - 1)
     / 2) / O, so theta's columns are the matrix's times O_j / 2 and the scale, and theta lists
-    the axes as (x, y, z), MONAI's last axis first. An output axis of size 1 has a centred
-    coordinate of 0, whatever affine_grid's base is there, so its column is 0."""
+    the axes as (x, y, z), MONAI's last axis first. (An output axis of one voxel: MONAI's centred
+    coordinate and affine_grid's base are both 0.)"""
     matrix = torch.as_tensor(np.asarray(matrix, dtype=np.float64))
     theta = torch.zeros(1, 3, 4, dtype=torch.float64)
     for k in range(3):
         scale = 2.0 / max(2, image_size[k]) if norm_coords else 1.0
         for j in range(3):
-            theta[0, 2 - k, 2 - j] = matrix[k, j] * out_size[j] / 2 * scale if out_size[j] > 1 else 0.0
+            theta[0, 2 - k, 2 - j] = matrix[k, j] * out_size[j] / 2 * scale
         theta[0, 2 - k, 3] = matrix[k, 3] * scale
     return theta
 
