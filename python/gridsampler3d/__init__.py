@@ -110,7 +110,7 @@ def patch_monai(enabled=True):
     and keep MONAI's metadata and inverse; Warp takes 5-D float32 or float64 tensors and is
     differentiable. Everything else (CUDA, spline modes, 2-D, lazy resampling, Warp with jitter
     or MONAI's compiled extension) runs MONAI's own code. A float32 image on MONAI's default
-    float32 grid is sampled in float32 (see docs/monai.md). Refuses (RuntimeError, nothing
+    float32 grid is sampled in float32 (see docs/semantics.md, "MONAI"). Refuses (RuntimeError, nothing
     patched) on a MONAI version it was not tested with; ImportError without MONAI."""
     from . import _monai
 
