@@ -24,7 +24,7 @@ if monai.__version__ != "1.3.0":
     pytest.skip(f"these tests compare with MONAI 1.3.0, found {monai.__version__}", allow_module_level=True)
 
 from monai.data import MetaTensor  # noqa: E402
-from monai.transforms import Affine, AffineGrid, RandAffine, RandAffined  # noqa: E402
+from monai.transforms import Affine, Affined, AffineGrid, RandAffine, RandAffined  # noqa: E402
 from torch_reference import source_index  # noqa: E402
 
 MODES, PADDINGS = ("bilinear", "nearest"), ("zeros", "border", "reflection")
@@ -206,6 +206,22 @@ def test_rand_affined_image_and_label_map():
     differ, ties = assert_labels_equal_but_ties(ours["label"], stock["label"],
                                                 near_ties(matrix, IN_SIZE, OUT_SIZE, False), "label")
     assert ties < 0.01 * np.prod(OUT_SIZE), f"{ties} near-tie voxels: the tie test is too loose to mean much"
+    stock_back, ours_back = stock_t.inverse(stock), ours_t.inverse(ours)
+    for key in data:
+        assert_same_meta(ours_back[key], stock_back[key])
+
+
+def test_affined_image_and_label_map():
+    data = {"image": image(torch.float64), "label": label_map()}
+    params = AFFINES["rotate_shear_scale"]
+    make = lambda dtype=torch.float32: Affined(keys=("image", "label"), mode=("bilinear", "nearest"),  # noqa: E731
+                                               padding_mode="reflection", spatial_size=OUT_SIZE, dtype=dtype, **params)
+    (stock_t, stock), (ours_t, ours) = stock_and_patched(make, lambda t: t(data))
+    for key in data:
+        assert_same_meta(ours[key], stock[key])
+    monai_close(ours["image"], stock["image"], make(torch.float64)(data)["image"], "image")
+    matrix = stock["image"].applied_operations[-1]["extra_info"]["affine"]
+    assert_labels_equal_but_ties(ours["label"], stock["label"], near_ties(matrix, IN_SIZE, OUT_SIZE, False), "label")
     stock_back, ours_back = stock_t.inverse(stock), ours_t.inverse(ours)
     for key in data:
         assert_same_meta(ours_back[key], stock_back[key])
