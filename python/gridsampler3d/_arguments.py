@@ -1,13 +1,11 @@
 """The Python arguments of grid_sample, as torch.nn.functional.grid_sample spells them, turned
 into the C API's codes; and the layout decisions shared by the torch and NumPy front ends."""
 
-INTERPOLATION_CODES = {"bilinear": 0, "nearest": 1}
+INTERPOLATION_CODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}  # bicubic: tricubic on 5-D inputs
 PADDING_CODES = {"zeros": 0, "border": 1, "reflection": 2}
 
 
 def interpolation_code(mode):
-    if mode == "bicubic":  # PyTorch's message for a 5-D input
-        raise ValueError("grid_sample(): bicubic interpolation only supports 4D input")
     if mode not in INTERPOLATION_CODES:
         raise ValueError("grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")

@@ -158,27 +158,37 @@ def _run(lib, api, get_workspace_size, launch, arguments):
     return size.value
 
 
+TRICUBIC = 2  # the interpolation code that only the gs3d extension calls take
+
+
+def _sampler_api(interpolation, backward=False):
+    """aclnnGridSampler3D[Backward], or its gs3d extension for tricubic, which aclnn refuses."""
+    return ("gs3d" if interpolation == TRICUBIC else "aclnn") + "GridSampler3D" + ("Backward" if backward else "")
+
+
 def forward(input, grid, output, interpolation, padding, align_corners):
-    """aclnnGridSampler3D on views: input and output (N, C, D, H, W), grid (N, Do, Ho, Wo, 3).
-    Returns the workspace size in bytes."""
+    """aclnnGridSampler3D (gs3dGridSampler3D for tricubic) on views: input and output (N, C, D,
+    H, W), grid (N, Do, Ho, Wo, 3). Returns the workspace size in bytes."""
     lib = library()
+    api = _sampler_api(interpolation)
     with _Handles(lib) as h:
         arguments = (h.tensor(input, ACL_FORMAT_NCDHW), h.tensor(grid, ACL_FORMAT_ND), interpolation, padding,
                      bool(align_corners), h.tensor(output, ACL_FORMAT_NCDHW))
-        return _run(lib, "aclnnGridSampler3D", lib.aclnnGridSampler3DGetWorkspaceSize, lib.aclnnGridSampler3D, arguments)
+        return _run(lib, api, getattr(lib, api + "GetWorkspaceSize"), getattr(lib, api), arguments)
 
 
 def backward(grad_output, input, grid, input_grad, grid_grad, interpolation, padding, align_corners, output_mask):
-    """aclnnGridSampler3DBackward on views. An output the mask leaves out may be a view
-    without data (data 0): the library neither reads nor writes it."""
+    """aclnnGridSampler3DBackward (gs3dGridSampler3DBackward for tricubic) on views. An output
+    the mask leaves out may be a view without data (data 0): the library neither reads nor
+    writes it."""
     lib = library()
+    api = _sampler_api(interpolation, backward=True)
     with _Handles(lib) as h:
         arguments = (h.tensor(grad_output, ACL_FORMAT_NCDHW), h.tensor(input, ACL_FORMAT_NCDHW),
                      h.tensor(grid, ACL_FORMAT_ND), interpolation, padding, bool(align_corners),
                      h.bool_array(output_mask), h.tensor(input_grad, ACL_FORMAT_NCDHW),
                      h.tensor(grid_grad, ACL_FORMAT_ND))
-        return _run(lib, "aclnnGridSampler3DBackward", lib.aclnnGridSampler3DBackwardGetWorkspaceSize,
-             lib.aclnnGridSampler3DBackward, arguments)
+        return _run(lib, api, getattr(lib, api + "GetWorkspaceSize"), getattr(lib, api), arguments)
 
 
 def warp_forward(kind, input, parameters, output, interpolation, padding, align_corners):

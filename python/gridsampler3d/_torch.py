@@ -47,6 +47,13 @@ _MODES = {code: name for name, code in _arguments.INTERPOLATION_CODES.items()}
 _PADDINGS = {code: name for name, code in _arguments.PADDING_CODES.items()}
 
 
+def refuse_tricubic_create_graph(interpolation):
+    if _MODES[interpolation] == "bicubic":
+        raise RuntimeError("gridsampler3d: a backward with create_graph=True runs PyTorch's own composition, and "
+                           "PyTorch has no 3-D bicubic (tricubic) to differentiate; gridsampler3d has no double "
+                           "backward yet either")
+
+
 def differentiable_backward(grad_output, input, grid, interpolation, padding, align_corners, output_mask):
     """The gradients as PyTorch's graph computes them, themselves differentiable: for a backward
     run with create_graph=True. The library's backward is a leaf of autograd; recomputing
@@ -55,6 +62,7 @@ def differentiable_backward(grad_output, input, grid, interpolation, padding, al
     if input.dtype not in (torch.float32, torch.float64):
         raise RuntimeError(f"gridsampler3d: a backward with create_graph=True runs PyTorch's grid_sample, which "
                            f"has no {input.dtype} CPU kernel; use float32 or float64")
+    refuse_tricubic_create_graph(interpolation)
     wanted = [t for t, needed in zip((input, grid), output_mask) if needed]
     with torch.enable_grad():
         output = TORCH_GRID_SAMPLE(input, grid, mode=_MODES[interpolation], padding_mode=_PADDINGS[padding],

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _arguments, _runtime
-from ._torch import TORCH_GRID_SAMPLE, _MODES, _PADDINGS, _empty_like_layout, _view
+from ._torch import TORCH_GRID_SAMPLE, _MODES, _PADDINGS, _empty_like_layout, _view, refuse_tricubic_create_graph
 
 
 def composition(kind, input, parameters, out_shape, interpolation, padding, align_corners):
@@ -68,6 +68,7 @@ class WarpFunction(torch.autograd.Function):
             if input.dtype not in (torch.float32, torch.float64):
                 raise RuntimeError("gridsampler3d: a backward with create_graph=True runs PyTorch's composition, "
                                    f"which has no {input.dtype} CPU kernel; use float32 or float64")
+            refuse_tricubic_create_graph(interpolation)
             wanted = [t for t, needed in zip((input, parameters), mask) if needed]
             with torch.enable_grad():
                 output = composition(kind, input, parameters, out_shape, interpolation, padding, align_corners)

@@ -40,6 +40,7 @@
 #include "kernels/backward_keys-inl.h"
 #include "kernels/backward_scan-inl.h"
 #include "kernels/simd_cells-inl.h"
+#include "kernels/tricubic/backward-inl.h"
 
 #include <algorithm>
 #include <atomic>
@@ -277,22 +278,6 @@ void PerChannelBackward(const Problem<T>& pb) {
     if constexpr (kGridGrad) GridGradOnly<T, I, false>(pb);
 }
 
-// Rounds the fp32 accumulator into the fp16/bf16 inputGrad.
-template <typename T>
-void StoreAccumulator(const Problem<T>& pb) {
-    const View5& out = pb.args.input_grad;
-    const int64_t planes = out.size[0] * out.size[1] * out.size[2];
-#pragma omp parallel for schedule(static)
-    for (int64_t plane = 0; plane < planes; ++plane) {
-        const int64_t z = plane % out.size[2], c = plane / out.size[2] % out.size[1], n = plane / (out.size[2] * out.size[1]);
-        const float* from = pb.acc + n * pb.acc_stride[0] + c * pb.acc_stride[1] + z * pb.acc_stride[2];
-        T* to = static_cast<T*>(out.data) + n * out.stride[0] + c * out.stride[1] + z * out.stride[2];
-        for (int64_t y = 0; y < out.size[3]; ++y)
-            for (int64_t x = 0; x < out.size[4]; ++x)
-                StoreElement<T>(from[y * pb.acc_stride[3] + x * pb.acc_stride[4]], to + y * out.stride[3] + x * out.stride[4]);
-    }
-}
-
 // BackwardPath::kChannelsLastCopy: batch item by batch item, the input copied as
 // (D, H, W, C) into inputGrad's own memory (with gridGrad; nothing else reads it), inputGrad
 // accumulated as (D, H, W, C) in the workspace (fp32 for fp16 and bf16, rounded once as it
@@ -350,6 +335,7 @@ void Backward(const BackwardArgs& args, const BackwardPlan& plan, void* workspac
     switch (plan.path) {
         case BackwardPath::kNothing:
         case BackwardPath::kChannelsLastCopy:  // bilinear only (above)
+        case BackwardPath::kTricubic:          // tricubic only (BackwardOfType)
             return;
         case BackwardPath::kGridGradOnly:
             return plan.unit_channels ? GridGradOnly<T, I, true>(pb) : GridGradOnly<T, I, false>(pb);
@@ -374,6 +360,7 @@ void Backward(const BackwardArgs& args, const BackwardPlan& plan, void* workspac
 // The backward of element type T, its modes dispatched.
 template <typename T>
 void BackwardOfType(const BackwardArgs& args, const BackwardPlan& plan, void* workspace) {
+    if (args.options.interpolation == Interpolation::kTricubic) return TricubicBackward<T>(args, plan, workspace);
     DispatchInterpolation(args.options, [&](auto interpolation) {
         Backward<T, decltype(interpolation)::value>(args, plan, workspace);
     });

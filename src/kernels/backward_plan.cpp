@@ -65,6 +65,8 @@ BackwardPlan PlanBackward(const BackwardArgs& args) {
     const int64_t* size = args.input_grad.size;
     if (!args.compute_input_grad) {
         plan.path = args.compute_grid_grad ? BackwardPath::kGridGradOnly : BackwardPath::kNothing;
+    } else if (args.options.interpolation == Interpolation::kTricubic) {
+        plan.path = BackwardPath::kTricubic;
     } else if (FromChannelsLastCopy(args)) {
         plan.path = BackwardPath::kChannelsLastCopy;
         plan.unit_channels = true;

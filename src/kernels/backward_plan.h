@@ -57,6 +57,8 @@ enum class BackwardPath {
     // Bilinear, inputGrad dense NCDHW with kChannelsLastBackwardMinChannels or more: batch
     // item by batch item, channels last (ChannelsLastCopyBackward, sorted slabs).
     kChannelsLastCopy,
+    // Tricubic (tricubic/backward-inl.h): each thread scatters into its slab of planes.
+    kTricubic,
 };
 
 // Workspace parts start on 64-byte boundaries (cache lines, and every vector width).

@@ -157,6 +157,22 @@ struct Problem {
     }
 };
 
+// Rounds the fp32 accumulator into the fp16/bf16 inputGrad.
+template <typename T>
+void StoreAccumulator(const Problem<T>& pb) {
+    const View5& out = pb.args.input_grad;
+    const int64_t planes = out.size[0] * out.size[1] * out.size[2];
+#pragma omp parallel for schedule(static)
+    for (int64_t plane = 0; plane < planes; ++plane) {
+        const int64_t z = plane % out.size[2], c = plane / out.size[2] % out.size[1], n = plane / (out.size[2] * out.size[1]);
+        const float* from = pb.acc + n * pb.acc_stride[0] + c * pb.acc_stride[1] + z * pb.acc_stride[2];
+        T* to = static_cast<T*>(out.data) + n * out.stride[0] + c * out.stride[1] + z * out.stride[2];
+        for (int64_t y = 0; y < out.size[3]; ++y)
+            for (int64_t x = 0; x < out.size[4]; ++x)
+                to[y * out.stride[3] + x * out.stride[4]] = FromCompute<T>(from[y * pb.acc_stride[3] + x * pb.acc_stride[4]]);
+    }
+}
+
 // A bilinear point whose eight corners are all inside: no tests, every corner written out
 // with PyTorch's expressions in PyTorch's order (for each channel: the eight scatters, then
 // the eight corners' terms of the grid gradient), so that values, NaN and inf included,

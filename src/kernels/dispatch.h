@@ -19,7 +19,8 @@ inline decltype(auto) DispatchPadding(Padding padding, F&& f) {
     return f(std::integral_constant<Padding, Padding::kZeros>{});
 }
 
-// Calls f(InterpolationConstant).
+// Calls f(InterpolationConstant) for bilinear and nearest; tricubic has kernels of its own
+// (tricubic/), which ForwardOfType and BackwardOfType call before this.
 template <typename F>
 void DispatchInterpolation(const SamplerOptions& options, F&& f) {
     if (options.interpolation == Interpolation::kNearest)

@@ -21,6 +21,7 @@
 #include "kernels/channels_last_copy-inl.h"
 #include "kernels/row_phases/forward-inl.h"
 #include "kernels/simd_cells-inl.h"
+#include "kernels/tricubic/forward-inl.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -394,6 +395,7 @@ void Forward(const ForwardArgs& args) {
 // The forward of element type T, its modes dispatched.
 template <typename T>
 void ForwardOfType(const ForwardArgs& args, const ForwardPlan& plan, void* workspace) {
+    if (args.options.interpolation == Interpolation::kTricubic) return TricubicForward<T>(args);
     DispatchInterpolation(args.options, [&](auto interpolation) {
         constexpr Interpolation I = decltype(interpolation)::value;
         if constexpr (I == Interpolation::kBilinear) {

@@ -73,15 +73,16 @@ aclnnStatus CheckSupportedFormat(const char* api, const Arg& arg) {
                        arg.name, (int)f);
 }
 
-aclnnStatus CheckModes(const char* api, int64_t interpolation_mode, int64_t padding_mode) {
+aclnnStatus CheckModes(const char* api, int64_t interpolation_mode, int64_t padding_mode, bool tricubic) {
     if (padding_mode < 0 || padding_mode > 2)
         return RecordError(ACLNN_ERR_PARAM_INVALID,
                            "%s: paddingMode %lld is not supported; expected 0 (zeros), 1 (border) or 2 (reflection)",
                            api, (long long)padding_mode);
-    if (interpolation_mode < 0 || interpolation_mode > 1)
-        return RecordError(ACLNN_ERR_PARAM_INVALID,
-                           "%s: interpolationMode %lld is not supported; expected 0 (bilinear) or 1 (nearest)", api,
-                           (long long)interpolation_mode);
+    const bool known = interpolation_mode == 0 || interpolation_mode == 1 || (tricubic && interpolation_mode == 2);
+    if (!known)
+        return RecordError(ACLNN_ERR_PARAM_INVALID, "%s: interpolationMode %lld is not supported; expected %s", api,
+                           (long long)interpolation_mode,
+                           tricubic ? "0 (bilinear), 1 (nearest) or 2 (tricubic)" : "0 (bilinear) or 1 (nearest)");
     return ACLNN_SUCCESS;
 }
 

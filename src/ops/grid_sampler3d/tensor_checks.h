@@ -23,7 +23,9 @@ aclnnStatus CheckSupportedDtype(const char* api, const Arg& arg);
 aclnnStatus CheckSameDtype(const char* api, const Arg& arg, const Arg& reference);
 // ND, NCDHW or NDHWC.
 aclnnStatus CheckSupportedFormat(const char* api, const Arg& arg);
-aclnnStatus CheckModes(const char* api, int64_t interpolation_mode, int64_t padding_mode);
+// interpolationMode 0 (bilinear) or 1 (nearest), and 2 (tricubic) where `tricubic` (the gs3d
+// extension calls; the aclnn ones refuse it, as CANN does).
+aclnnStatus CheckModes(const char* api, int64_t interpolation_mode, int64_t padding_mode, bool tricubic);
 aclnnStatus CheckRank5(const char* api, const Arg& arg);
 aclnnStatus CheckSameShape(const char* api, const Arg& arg, const Arg& reference);
 // Volume tensors are (N, C, D, H, W), or (N, D, H, W, C) when the input is NDHWC.

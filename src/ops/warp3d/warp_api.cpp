@@ -87,7 +87,7 @@ aclnnStatus CheckArguments(const Warp& warp, std::initializer_list<Arg> args, co
     GS3D_RETURN_IF_ERROR(grid_sampler3d::CheckSupportedDtype(warp.api, input));
     for (const Arg& arg : args) GS3D_RETURN_IF_ERROR(grid_sampler3d::CheckSameDtype(warp.api, arg, input));
     for (const Arg& arg : args) GS3D_RETURN_IF_ERROR(grid_sampler3d::CheckSupportedFormat(warp.api, arg));
-    return grid_sampler3d::CheckModes(warp.api, interpolation, padding);
+    return grid_sampler3d::CheckModes(warp.api, interpolation, padding, /*tricubic=*/true);
 }
 
 kernels::SamplerOptions Options(int64_t interpolation, int64_t padding, bool align_corners) {

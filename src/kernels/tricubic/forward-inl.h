@@ -1,0 +1,58 @@
+// Tricubic's forward: out[n, c, d, h, w] = the 64-tap cubic convolution of the input at
+// grid[n, d, h, w] (sample-inl.h). Threads split the grid's rows; every output element is
+// written by one thread, so the result does not depend on the thread count.
+//
+// Compiled into each SIMD target: included by forward_kernel-inl.h (after foreach_target.h)
+// only; Highway's per-target include guard.
+#if defined(GS3D_KERNELS_TRICUBIC_FORWARD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_TRICUBIC_FORWARD_INL_H_
+#undef GS3D_KERNELS_TRICUBIC_FORWARD_INL_H_
+#else
+#define GS3D_KERNELS_TRICUBIC_FORWARD_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+
+#include "kernels/element_types.h"
+#include "kernels/grid_sampler3d_kernels.h"
+#include "kernels/tricubic/sample-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gs3d::kernels {
+namespace HWY_NAMESPACE {
+namespace {
+
+template <typename T>
+void TricubicForward(const ForwardArgs& args) {
+    using S = ComputeType<T>;
+    const View5 &in = args.input, &grid = args.grid, &out = args.out;
+    const int64_t out_d = grid.size[1], out_h = grid.size[2], out_w = grid.size[3];
+    const int64_t rows = in.size[0] * out_d * out_h;
+    if (rows == 0 || out_w == 0 || in.size[1] == 0) return;  // no element to write; data may be null
+    const auto* in_data = static_cast<const T*>(in.data);
+    const auto* grid_data = static_cast<const T*>(grid.data);
+    auto* out_data = static_cast<T*>(out.data);
+#pragma omp parallel for schedule(static)
+    for (int64_t row = 0; row < rows; ++row) {
+        const int64_t h = row % out_h, d = row / out_h % out_d, n = row / (out_h * out_d);
+        const T* g = grid_data + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2];
+        T* out_row = out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3];
+        for (int64_t w = 0; w < out_w; ++w) {
+            CubicPoint<S> p;
+            ComputeCubicPoint<T>(g + w * grid.stride[3], grid.stride[4], in, args.options, &p);
+            const T* in_c = in_data + n * in.stride[0];
+            T* out_c = out_row + w * out.stride[4];
+            for (int64_t c = 0; c < in.size[1]; ++c, in_c += in.stride[1], out_c += out.stride[1])
+                *out_c = FromCompute<T>(GatherCubic<false>(in_c, p).value);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace gs3d::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // GS3D_KERNELS_TRICUBIC_FORWARD_INL_H_
