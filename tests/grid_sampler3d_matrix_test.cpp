@@ -1,4 +1,5 @@
-// The full matrix against the independent double reference: interpolation x padding x
+// The full matrix against the independent double reference: interpolation (bilinear,
+// nearest, and tricubic through the gs3d extension calls) x padding x
 // alignCorners x dtype x layout (NCDHW, NDHWC; contiguous, padded, reversed strides, offset),
 // random sizes 1 to 9 per input dim, grids inside, on and outside [-1, 1]. Each case checks
 // the forward, both backward outputs, and that nothing outside the views was written.
@@ -147,7 +148,8 @@ TEST_P(GridSamplerBands, ForwardAndBackwardMatchReference) {
 std::string ParamName(const ::testing::TestParamInfo<MatrixParam>& info) {
     const auto [interpolation, padding, align, type, layout] = info.param;
     static const char* kPadding[] = {"zeros", "border", "reflection"};
-    std::string name = std::string(interpolation ? "nearest" : "bilinear") + "_" + kPadding[padding] +
+    static const char* kInterpolation[] = {"bilinear", "nearest", "tricubic"};
+    std::string name = std::string(kInterpolation[interpolation]) + "_" + kPadding[padding] +
                        (align ? "_align" : "_noalign") + "_" + DtypeName(type) + "_" +
                        (layout.channel_last ? "ndhwc" : "ncdhw") + "_" + LayoutName(layout.layout);
     if (layout.offset) name += "_offset";
@@ -156,7 +158,7 @@ std::string ParamName(const ::testing::TestParamInfo<MatrixParam>& info) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllModes, GridSamplerMatrix,
-    ::testing::Combine(::testing::Values(0, 1), ::testing::Values(0, 1, 2), ::testing::Bool(),
+    ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Values(0, 1, 2), ::testing::Bool(),
                        ::testing::Values(ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE),
                        ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
                                          LayoutCase{true, Layout::kContiguous, 0},
@@ -165,7 +167,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 INSTANTIATE_TEST_SUITE_P(
     AllModes, GridSamplerWide,
-    ::testing::Combine(::testing::Values(0, 1), ::testing::Values(0, 1, 2), ::testing::Bool(),
+    ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Values(0, 1, 2), ::testing::Bool(),
                        ::testing::Values(ACL_FLOAT, ACL_FLOAT16, ACL_DOUBLE),
                        ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
                                          LayoutCase{true, Layout::kContiguous, 0},
@@ -182,7 +184,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 INSTANTIATE_TEST_SUITE_P(
     AllModes, GridSamplerNearIdentity,
-    ::testing::Combine(::testing::Values(0, 1), ::testing::Values(0, 1, 2), ::testing::Bool(),
+    ::testing::Combine(::testing::Values(0, 1, 2), ::testing::Values(0, 1, 2), ::testing::Bool(),
                        ::testing::Values(ACL_FLOAT, ACL_FLOAT16, ACL_BF16, ACL_DOUBLE),
                        ::testing::Values(LayoutCase{false, Layout::kContiguous, 0},
                                          LayoutCase{true, Layout::kContiguous, 0},

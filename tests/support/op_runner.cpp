@@ -8,6 +8,7 @@
 
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "gridsampler3d/tricubic3d.h"
 
 namespace gs3d_test {
 namespace {
@@ -35,6 +36,9 @@ aclrtStream TestStream() { return session_stream; }
 
 aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const RefOptions& options, aclTensor* out,
                        aclrtStream stream) {
+    if (options.interpolation == 2)  // tricubic: the extension (aclnn refuses it, as CANN)
+        return RunTwoPhases(gs3dGridSampler3DGetWorkspaceSize, gs3dGridSampler3D, stream, input, grid,
+                            options.interpolation, options.padding, options.align_corners, out);
     return RunTwoPhases(aclnnGridSampler3DGetWorkspaceSize, aclnnGridSampler3D, stream, input, grid,
                         options.interpolation, options.padding, options.align_corners, out);
 }
@@ -48,10 +52,12 @@ aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, co
         std::copy(output_mask->begin(), output_mask->end(), values);
         mask = aclCreateBoolArray(values, output_mask->size());
     }
-    const aclnnStatus status =
-        RunTwoPhases(aclnnGridSampler3DBackwardGetWorkspaceSize, aclnnGridSampler3DBackward, stream, grad_output,
-                     input, grid, options.interpolation, options.padding, options.align_corners,
-                     static_cast<const aclBoolArray*>(mask), input_grad, grid_grad);
+    const bool tricubic = options.interpolation == 2;
+    const aclnnStatus status = RunTwoPhases(
+        tricubic ? gs3dGridSampler3DBackwardGetWorkspaceSize : aclnnGridSampler3DBackwardGetWorkspaceSize,
+        tricubic ? gs3dGridSampler3DBackward : aclnnGridSampler3DBackward, stream, grad_output, input, grid,
+        options.interpolation, options.padding, options.align_corners, static_cast<const aclBoolArray*>(mask),
+        input_grad, grid_grad);
     aclDestroyBoolArray(mask);
     return status;
 }

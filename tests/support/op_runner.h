@@ -19,7 +19,8 @@ void RegisterAclSession();
 aclrtStream TestStream();
 
 // Both phases, workspace from aclrtMalloc, then aclrtSynchronizeStream, on `stream` (by
-// default the session's). Returns the first status that is not success.
+// default the session's): the aclnn calls, or the gs3d extension's for tricubic (2).
+// Returns the first status that is not success.
 aclnnStatus RunForward(const aclTensor* input, const aclTensor* grid, const RefOptions& options, aclTensor* out,
                        aclrtStream stream = TestStream());
 aclnnStatus RunBackward(const aclTensor* grad_output, const aclTensor* input, const aclTensor* grid,

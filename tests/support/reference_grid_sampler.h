@@ -1,7 +1,9 @@
 // An independent double-precision reference of the 3-D grid sampler and its gradients,
 // written from the mathematical definition (PyTorch's documented semantics), not from the
 // library's kernels: reflection by folding a periodic coordinate, weights as 1 - |i - x|,
-// derivatives by differentiating those expressions, nearest by explicit half-to-even.
+// derivatives by differentiating those expressions, nearest by explicit half-to-even,
+// tricubic by Keys' cubic convolution kernel (a = -0.75) and its derivative, the padding
+// applied to each tap (border clamps, reflection folds then clamps, zeros reads 0 outside).
 #pragma once
 
 #include <cstdint>
@@ -10,7 +12,7 @@
 namespace gs3d_test {
 
 struct RefOptions {
-    int interpolation = 0;  // 0 bilinear, 1 nearest
+    int interpolation = 0;  // 0 bilinear, 1 nearest, 2 tricubic (the gs3d extension calls)
     int padding = 0;        // 0 zeros, 1 border, 2 reflection
     bool align_corners = false;
 };
