@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 
 #include "aclnnop/aclnn_grid_sampler3d.h"
@@ -112,7 +113,7 @@ std::string CompareArrays(const Array5& actual, const Array5& expected, aclDataT
     for (size_t i = 0; i < actual.values.size(); ++i) {
         const double a = actual.values[i], e = expected.values[i];
         if (std::fabs(a - e) <= Tolerance(type, e, scale)) continue;
-        if (reported++ < 5) out << "[" << i << "] got " << a << " expected " << e << "; ";
+        if (reported++ < 5) out << std::setprecision(17) << "[" << i << "] got " << a << " expected " << e << "; ";
     }
     if (reported) out << reported << " of " << actual.values.size() << " elements differ";
     return out.str();

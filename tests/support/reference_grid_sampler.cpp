@@ -192,4 +192,26 @@ void ReferenceBackward(const Array5& grad_output, const Array5& input, const Arr
                 }
 }
 
+Array5 ReferenceInputGradMagnitude(const Array5& grad_output, const Array5& input, const Array5& grid,
+                                   const RefOptions& options) {
+    Array5 magnitude(input.dim[0], input.dim[1], input.dim[2], input.dim[3], input.dim[4]);
+    for (int64_t n = 0; n < grid.dim[0]; ++n)
+        for (int64_t d = 0; d < grid.dim[1]; ++d)
+            for (int64_t h = 0; h < grid.dim[2]; ++h)
+                for (int64_t w = 0; w < grid.dim[3]; ++w) {
+                    const Sample s = MakeSample(input, grid, n, d, h, w, options);
+                    for (int64_t c = 0; c < input.dim[1]; ++c)
+                        for (int kz = 0; kz < s.taps; ++kz)
+                            for (int ky = 0; ky < s.taps; ++ky)
+                                for (int kx = 0; kx < s.taps; ++kx) {
+                                    const int64_t x = s.pos[0][kx], y = s.pos[1][ky], z = s.pos[2][kz];
+                                    if (!Inside(input, x, y, z)) continue;
+                                    magnitude.at(n, c, z, y, x) += std::fabs(grad_output.at(n, c, d, h, w) *
+                                                                             s.weight[0][kx] * s.weight[1][ky] *
+                                                                             s.weight[2][kz]);
+                                }
+                }
+    return magnitude;
+}
+
 }  // namespace gs3d_test

@@ -47,4 +47,9 @@ Array5 ReferenceForward(const Array5& input, const Array5& grid, const RefOption
 void ReferenceBackward(const Array5& grad_output, const Array5& input, const Array5& grid, const RefOptions& options,
                        Array5* input_grad, Array5* grid_grad);
 
+// Per inputGrad element, the sum of its terms' magnitudes |gradOutput * weights|: the scale of
+// its rounding error where many terms of either sign meet (tricubic's border voxels).
+Array5 ReferenceInputGradMagnitude(const Array5& grad_output, const Array5& input, const Array5& grid,
+                                   const RefOptions& options);
+
 }  // namespace gs3d_test
