@@ -1,6 +1,7 @@
-// libFuzzer target: arbitrary calls of aclnnGridSampler3D and aclnnGridSampler3DBackward, and
-// now and then of the fused warps (gs3dAffineWarp3D*, gs3dDisplacementWarp3D*: theta or flow
-// in the grid's place), built from the fuzz bytes. Shapes of 0 to 3 per dim (channels now and then up to 11; ranks 4 to 6
+// libFuzzer target: arbitrary calls of aclnnGridSampler3D and aclnnGridSampler3DBackward, of
+// their tricubic extension (gs3dGridSampler3D*, interpolationMode 2 mostly), and now and then
+// of the fused warps (gs3dAffineWarp3D*, gs3dDisplacementWarp3D*: theta or flow in the grid's
+// place), built from the fuzz bytes. Shapes of 0 to 3 per dim (channels now and then up to 11; ranks 4 to 6
 // now and then), every dtype code
 // (supported, unsupported, unknown), formats, strides (contiguous, gapped, 0, overlapping,
 // reaching outside the storage), offsets, modes and paddings out of range, null tensors and
@@ -29,6 +30,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "gridsampler3d/tricubic3d.h"
 #include "gridsampler3d/warp3d.h"
 #include "c_caller.h"
 #include "support/op_runner.h"
@@ -304,7 +306,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int type = kDtypes[in.Pick(sizeof(kDtypes) / sizeof(kDtypes[0]))];
     const int format = in.Rarely() ? kFormats[in.Pick(5)] : kFormats[in.Pick(3)];
     const bool channel_last = format == ACL_FORMAT_NDHWC;
-    const int64_t interpolation = in.Rarely() ? static_cast<int64_t>(in.Pick(5)) - 1 : in.Pick(2);
+    const int64_t interpolation = in.Rarely() ? static_cast<int64_t>(in.Pick(5)) - 1 : in.Pick(3);
     const int64_t padding = in.Rarely() ? static_cast<int64_t>(in.Pick(6)) - 1 : in.Pick(3);
     const bool align = in.Pick(2);
     const int64_t n = in.Pick(3), c = Channels(in.Byte()), d = in.Pick(4), h = in.Pick(4), w = in.Pick(4);
@@ -347,6 +349,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         mask = aclCreateBoolArray(mask_values, mask_size);
     }
     if (std::getenv("GS3D_FUZZ_VERBOSE")) Describe(backward, interpolation, padding, align, t, count, mask, mask_values, mask_size);
+    // The grid sampler through the gs3d extension calls: tricubic mostly (now and then through
+    // aclnn, which must refuse it), the other modes now and then. Decided last, so that the
+    // bytes before it keep their meaning for the kept corpus.
+    const bool extension = warp == kNone && (interpolation == 2 ? !in.Rarely() : in.Rarely());
     const bool want_input_grad = !mask || mask_values[0];
     const bool want_grid_grad = !mask || mask_values[1];
 
@@ -366,12 +372,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         status = gs3dDisplacementWarp3DGetWorkspaceSize(handle(0), handle(1), interpolation, padding, handle(2),
                                                         &workspace_size, &executor);
     else if (backward)
-        status = aclnnGridSampler3DBackwardGetWorkspaceSize(handle(2), handle(0), handle(1), interpolation, padding,
-                                                            align, mask, handle(3), handle(4), &workspace_size,
-                                                            &executor);
+        status = (extension ? gs3dGridSampler3DBackwardGetWorkspaceSize : aclnnGridSampler3DBackwardGetWorkspaceSize)(
+            handle(2), handle(0), handle(1), interpolation, padding, align, mask, handle(3), handle(4), &workspace_size,
+            &executor);
     else
-        status = aclnnGridSampler3DGetWorkspaceSize(handle(0), handle(1), interpolation, padding, align, handle(2),
-                                                    &workspace_size, &executor);
+        status = (extension ? gs3dGridSampler3DGetWorkspaceSize : aclnnGridSampler3DGetWorkspaceSize)(
+            handle(0), handle(1), interpolation, padding, align, handle(2), &workspace_size, &executor);
+    if (warp == kNone && !extension && interpolation == 2 && status != ACLNN_ERR_PARAM_INVALID &&
+        status != ACLNN_ERR_PARAM_NULLPTR)
+        Fail("aclnn", "interpolationMode 2 (tricubic) was not refused by an aclnn call");
     const char* api = warp == kAffine ? (backward ? "affine backward" : "affine forward")
                       : warp == kDisplacement ? (backward ? "displacement backward" : "displacement forward")
                       : backward ? "backward" : "forward";
@@ -384,10 +393,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (given > 0 && aclrtMalloc(&workspace, given, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS)
             Fail(api, "aclrtMalloc of the workspace failed");
         using Launch = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
-        const Launch launches[3][2] = {{aclnnGridSampler3D, aclnnGridSampler3DBackward},
+        const Launch launches[4][2] = {{aclnnGridSampler3D, aclnnGridSampler3DBackward},
                                        {gs3dAffineWarp3D, gs3dAffineWarp3DBackward},
-                                       {gs3dDisplacementWarp3D, gs3dDisplacementWarp3DBackward}};
-        status = launches[warp][backward](workspace, given, executor, stream);
+                                       {gs3dDisplacementWarp3D, gs3dDisplacementWarp3DBackward},
+                                       {gs3dGridSampler3D, gs3dGridSampler3DBackward}};
+        status = launches[extension ? 3 : warp][backward](workspace, given, executor, stream);
         if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) Fail(api, "the stream reported a failure");
         if (workspace) aclrtFree(workspace);
         if (short_workspace && status != ACLNN_ERR_PARAM_INVALID) Fail(api, "a short workspace was accepted");

@@ -168,9 +168,9 @@ def calls_pytorch_keeps():
     four_d = (torch.rand(1, 2, 5, 5), torch.rand(1, 3, 3, 2) * 2 - 1, {})
     mixed = (torch.rand(1, 1, 3, 3, 3), torch.rand(1, 2, 2, 2, 3, dtype=torch.float64), {})
     integer = (torch.ones(1, 1, 3, 3, 3, dtype=torch.int32), torch.zeros(1, 2, 2, 2, 3, dtype=torch.int32), {})
-    bicubic = (torch.rand(1, 1, 3, 3, 3), torch.rand(1, 2, 2, 2, 3), {"mode": "bicubic"})
+    bicubic = (torch.rand(1, 1, 5, 5), torch.rand(1, 3, 3, 2) * 2 - 1, {"mode": "bicubic"})
     unknown = (torch.rand(1, 1, 3, 3, 3), torch.rand(1, 2, 2, 2, 3), {"padding_mode": "wrap"})
-    return {"4-D": four_d, "mixed dtypes": mixed, "int32": integer, "5-D bicubic": bicubic, "unknown padding": unknown}
+    return {"4-D": four_d, "mixed dtypes": mixed, "int32": integer, "4-D bicubic": bicubic, "unknown padding": unknown}
 
 
 def outcome(call):
