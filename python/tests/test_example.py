@@ -1,5 +1,6 @@
 """The examples on small volumes: register.py runs, its loss falls, it times both warps and
-writes its PNG; augment.py keeps the label values and agrees with PyTorch's composition."""
+writes its PNG; augment.py keeps the label values and agrees with PyTorch's composition;
+upsample.py's tricubic is closer to the function inside than trilinear, and writes its PNG."""
 import os
 import re
 import subprocess
@@ -34,3 +35,19 @@ def test_augment_example():
     assert difference < 1e-4  # coordinates rounded once against PyTorch's fp32 sums: a few ulps
     assert re.search(r"time per batch: gridsampler3d.affine_warp [0-9.]+ ms, F.grid_sample\(F.affine_grid\) [0-9.]+ ms",
                      result.stdout)
+
+
+UPSAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "upsample.py")
+
+
+def test_upsample_example(tmp_path):
+    png = tmp_path / "upsample.png"
+    result = subprocess.run([sys.executable, UPSAMPLE, "--size", "16", "--png", str(png)], capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    rows = {name: [float(v) for v in values.split()] for name, values in
+            re.findall(r"^(trilinear|tricubic) +([0-9.e+\- ]+)$", result.stdout, re.MULTILINE)}
+    assert set(rows) == {"trilinear", "tricubic"}, result.stdout
+    # inside, beyond the padding's reach, the cubic kernel is the closer on a smooth function
+    assert rows["tricubic"][2] < rows["trilinear"][2] and rows["tricubic"][3] < rows["trilinear"][3], rows
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
