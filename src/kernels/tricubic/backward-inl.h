@@ -3,7 +3,7 @@
 // slab; so every inputGrad element sums its contributions in grid order (and a point's taps
 // in (z, y, x) order) whatever the thread count, and no two threads write one element.
 // gridGrad: each thread gathers the 64 taps of the points of its share of the grid's rows
-// (sample-inl.h's sums, times gradOutput, summed over the channels), as PyTorch's 2-D bicubic
+// (blocks-inl.h's sums, times gradOutput, summed over the channels), as PyTorch's 2-D bicubic
 // backward does per point.
 //
 // Compiled into each SIMD target: included by backward_kernel-inl.h (after foreach_target.h)
@@ -18,71 +18,72 @@
 #include <hwy/highway.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/backward_plan.h"
 #include "kernels/backward_point-inl.h"
 #include "kernels/element_types.h"
-#include "kernels/tricubic/sample-inl.h"
+#include "kernels/tricubic/blocks-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
 namespace {
 
-// Adds gradOutput times the tap weights of point p into the accumulator's planes
-// [z_begin, z_end) of one channel (acc_c: its element 0).
-template <typename S>
-HWY_INLINE void ScatterCubic(S* acc_c, const int64_t* acc_stride, const CubicPoint<S>& p, S grad, int64_t z_begin,
-                             int64_t z_end) {
-    for (int k = 0; k < 4; ++k) {
-        const int64_t z = p.z.index[k];
-        if (z < z_begin || z >= z_end) continue;  // another thread's slab, or outside (-1)
-        for (int j = 0; j < 4; ++j) {
-            if (p.y.index[j] < 0) continue;
-            S* line = acc_c + z * acc_stride[2] + p.y.index[j] * acc_stride[3];
-            for (int i = 0; i < 4; ++i)
-                if (p.x.index[i] >= 0) line[p.x.index[i] * acc_stride[4]] += grad * p.x.weight[i] * p.y.weight[j] * p.z.weight[k];
-        }
-    }
-}
-
-// One batch item's grid points, those this thread takes: scatters into planes [z_begin,
-// z_end) (none when z_begin == z_end) and writes gridGrad for rows [row_begin, row_end).
+// One batch item's grid points, those this thread takes, in blocks of a row's points
+// (blocks-inl.h): scatters into planes [z_begin, z_end) (none when z_begin == z_end) and
+// writes gridGrad for rows [row_begin, row_end).
 template <typename T, typename S = ComputeType<T>>
 void TricubicBackwardShare(const Problem<T>& pb, int64_t n, int64_t z_begin, int64_t z_end, int64_t row_begin,
                            int64_t row_end) {
-    const View5& in = pb.args.input;
+    const View5 &in = pb.args.input, &go = pb.args.grad_output;
     const int64_t rows = pb.out_d * pb.out_h;
+    const int64_t in_strides[3] = {in.stride[4], in.stride[3], in.stride[2]};
+    const int64_t acc_strides[3] = {pb.acc_stride[4], pb.acc_stride[3], pb.acc_stride[2]};
+    const S mx = UnnormalizeDerivative<S>(in.size[4], pb.args.options.align_corners);
+    const S my = UnnormalizeDerivative<S>(in.size[3], pb.args.options.align_corners);
+    const S mz = UnnormalizeDerivative<S>(in.size[2], pb.args.options.align_corners);
     const T* in_n = pb.in + n * in.stride[0];
     S* acc_n = pb.acc + n * pb.acc_stride[0];
     const bool scatters = z_begin < z_end;
+    CubicBlock<S> block;
+    alignas(64) S grad[kCubicBlock], sample[kCubicBlock], dx[kCubicBlock], dy[kCubicBlock], dz[kCubicBlock];
+    alignas(64) S gix[kCubicBlock], giy[kCubicBlock], giz[kCubicBlock];
     for (int64_t row = scatters ? 0 : row_begin; row < (scatters ? rows : row_end); ++row) {
         const int64_t d = row / pb.out_h, h = row % pb.out_h;
         const bool grid_grad = pb.args.compute_grid_grad && row >= row_begin && row < row_end;
-        for (int64_t w = 0; w < pb.out_w; ++w) {
-            const T* g = pb.GridPoint(n, d, h, w);
-            CubicPoint<S> p;
-            ComputeCubicAxis<S>(ToCompute(g[2 * pb.args.grid.stride[4]]), in.size[2], in.stride[2], pb.args.options, &p.z);
+        for (int64_t w0 = 0; w0 < pb.out_w; w0 += kCubicBlock) {
+            const int count = static_cast<int>(std::min<int64_t>(kCubicBlock, pb.out_w - w0));
+            CubicPhase1<T>(pb.GridPoint(n, d, h, w0), pb.args.grid.stride[3], pb.args.grid.stride[4], count, in,
+                           pb.args.options, &block);
             bool in_slab = false;
-            for (int k = 0; k < 4; ++k) in_slab = in_slab || (p.z.index[k] >= z_begin && p.z.index[k] < z_end);
+            for (int k = 0; k < 4; ++k)
+                for (int p = 0; p < count; ++p)
+                    in_slab = in_slab || (block.TapIndex(2, k, p) >= z_begin && block.TapIndex(2, k, p) < z_end);
             if (!in_slab && !grid_grad) continue;
-            CompleteCubicPoint<T>(g, pb.args.grid.stride[4], in, pb.args.options, &p);
-            const T* gout_c = pb.GradOutputPoint(n, d, h, w);
-            S gix = 0, giy = 0, giz = 0;
-            for (int64_t c = 0; c < pb.channels; ++c, gout_c += pb.args.grad_output.stride[1]) {
-                const S grad = ToCompute(*gout_c);
+            std::fill(gix, gix + kCubicBlock, S(0));
+            std::fill(giy, giy + kCubicBlock, S(0));
+            std::fill(giz, giz + kCubicBlock, S(0));
+            const T* gout_c = pb.GradOutputPoint(n, d, h, w0);
+            for (int64_t c = 0; c < pb.channels; ++c, gout_c += go.stride[1]) {
+                for (int p = 0; p < kCubicBlock; ++p) grad[p] = p < count ? ToCompute(gout_c[p * go.stride[4]]) : S(0);
                 if (grid_grad) {
-                    const CubicSums<S> sums = GatherCubic<true>(in_n + c * in.stride[1], p);
-                    gix -= sums.dx * grad;
-                    giy -= sums.dy * grad;
-                    giz -= sums.dz * grad;
+                    CubicPhase2(in_n + c * in.stride[1], in_strides, &block);
+                    CubicPhase3<true>(block, sample, dx, dy, dz);
+                    for (int p = 0; p < count; ++p) {
+                        gix[p] -= dx[p] * grad[p];
+                        giy[p] -= dy[p] * grad[p];
+                        giz[p] -= dz[p] * grad[p];
+                    }
                 }
-                if (in_slab) ScatterCubic(acc_n + c * pb.acc_stride[1], pb.acc_stride, p, grad, z_begin, z_end);
+                if (in_slab) {
+                    CubicAmounts(grad, &block);
+                    CubicScatter(block, acc_n + c * pb.acc_stride[1], acc_strides, z_begin, z_end);
+                }
             }
             if (grid_grad)
-                pb.WriteGridGrad(n, d, h, w, p.x.index_derivative * gix, p.y.index_derivative * giy,
-                                 p.z.index_derivative * giz);
+                for (int p = 0; p < count; ++p) pb.WriteGridGrad(n, d, h, w0 + p, mx * gix[p], my * giy[p], mz * giz[p]);
         }
     }
 }

@@ -1,6 +1,7 @@
 // Tricubic's forward: out[n, c, d, h, w] = the 64-tap cubic convolution of the input at
-// grid[n, d, h, w] (sample-inl.h). Threads split the grid's rows; every output element is
-// written by one thread, so the result does not depend on the thread count.
+// grid[n, d, h, w], in blocks of a grid row's points (blocks-inl.h). Threads split the grid's
+// rows; every output element is written by one thread, so the result does not depend on the
+// thread count.
 //
 // Compiled into each SIMD target: included by forward_kernel-inl.h (after foreach_target.h)
 // only; Highway's per-target include guard.
@@ -13,11 +14,12 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/element_types.h"
 #include "kernels/grid_sampler3d_kernels.h"
-#include "kernels/tricubic/sample-inl.h"
+#include "kernels/tricubic/blocks-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -34,18 +36,27 @@ void TricubicForward(const ForwardArgs& args) {
     const auto* in_data = static_cast<const T*>(in.data);
     const auto* grid_data = static_cast<const T*>(grid.data);
     auto* out_data = static_cast<T*>(out.data);
-#pragma omp parallel for schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
-        const int64_t h = row % out_h, d = row / out_h % out_d, n = row / (out_h * out_d);
-        const T* g = grid_data + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2];
-        T* out_row = out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3];
-        for (int64_t w = 0; w < out_w; ++w) {
-            CubicPoint<S> p;
-            ComputeCubicPoint<T>(g + w * grid.stride[3], grid.stride[4], in, args.options, &p);
-            const T* in_c = in_data + n * in.stride[0];
-            T* out_c = out_row + w * out.stride[4];
-            for (int64_t c = 0; c < in.size[1]; ++c, in_c += in.stride[1], out_c += out.stride[1])
-                *out_c = FromCompute<T>(GatherCubic<false>(in_c, p).value);
+    const int64_t strides[3] = {in.stride[4], in.stride[3], in.stride[2]};
+#pragma omp parallel
+    {
+        CubicBlock<S> block;
+        alignas(64) S sample[kCubicBlock];
+#pragma omp for schedule(static)
+        for (int64_t row = 0; row < rows; ++row) {
+            const int64_t h = row % out_h, d = row / out_h % out_d, n = row / (out_h * out_d);
+            const T* g = grid_data + n * grid.stride[0] + d * grid.stride[1] + h * grid.stride[2];
+            T* out_row = out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3];
+            for (int64_t w0 = 0; w0 < out_w; w0 += kCubicBlock) {
+                const int count = static_cast<int>(std::min<int64_t>(kCubicBlock, out_w - w0));
+                CubicPhase1<T>(g + w0 * grid.stride[3], grid.stride[3], grid.stride[4], count, in, args.options, &block);
+                const T* in_c = in_data + n * in.stride[0];
+                T* out_c = out_row + w0 * out.stride[4];
+                for (int64_t c = 0; c < in.size[1]; ++c, in_c += in.stride[1], out_c += out.stride[1]) {
+                    CubicPhase2(in_c, strides, &block);
+                    CubicPhase3<false, S>(block, sample, nullptr, nullptr, nullptr);
+                    for (int p = 0; p < count; ++p) out_c[p * out.stride[4]] = FromCompute<T>(sample[p]);
+                }
+            }
         }
     }
 }

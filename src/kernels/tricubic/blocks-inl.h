@@ -1,0 +1,271 @@
+// Tricubic in row phases, a block of up to kCubicBlock points of one grid row at a time:
+// - phase 1 (vectors): each point's source index per axis, its first tap and the weights and
+//   weight gradients of its four taps (taps.h's formulas, the same operations in the same
+//   order); then per point (scalar) the taps' padded indices, and whether every tap is inside
+//   (its rows are then runs of 4 along x, read without any test);
+// - phase 2 (scalar moves, per channel): each point's 16 tap rows (z, y) of 4 values along x
+//   into the block's buffer, laid out [row][point][4]; a tap that reads 0 (zeros padding) gives 0;
+// - phase 3 (vectors, per channel): LoadInterleaved4 turns a row's [point][4] into 4 vectors
+//   over the points; rows along x, then planes along y, then the sample along z, each a sum in
+//   tap order (and for gridGrad the same with one axis's weight gradients), or the amounts
+//   the backward adds to each tap.
+// Every point, inside or at the edges, goes through the same arithmetic, on every SIMD target.
+//
+// Compiled into each SIMD target: included by tricubic/forward-inl.h and backward-inl.h
+// (after foreach_target.h) only; Highway's per-target include guard.
+#if defined(GS3D_KERNELS_TRICUBIC_BLOCKS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_TRICUBIC_BLOCKS_INL_H_
+#undef GS3D_KERNELS_TRICUBIC_BLOCKS_INL_H_
+#else
+#define GS3D_KERNELS_TRICUBIC_BLOCKS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/element_types.h"
+#include "kernels/grid_sampler3d_kernels.h"
+#include "kernels/tricubic/taps.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gs3d::kernels {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr int kCubicBlock = 16;  // a vector of fp32 on AVX-512; the others take several
+
+template <typename S>
+struct CubicBlock {
+    int count = 0;                                // points in the block
+    alignas(64) S weight[3][4][kCubicBlock];       // per axis (x, y, z), tap and point
+    alignas(64) S weight_grad[3][4][kCubicBlock];  // minus d(weight)/d(index), as PyTorch's
+    alignas(64) S first[3][kCubicBlock];           // floor(index) - 1: the first tap, unpadded
+    bool inside[kCubicBlock];                      // every tap inside: no padding applies
+    int64_t first_index[3][kCubicBlock];           // a point inside: its first tap per axis
+    int64_t index[3][4][kCubicBlock];              // a point not inside: each tap's padded index, -1: reads 0
+    alignas(64) S values[16][kCubicBlock][4];      // per channel: tap rows (z * 4 + y) of each point
+
+    int64_t TapIndex(int axis, int tap, int p) const {
+        return inside[p] ? first_index[axis][p] + tap : index[axis][tap][p];
+    }
+};
+
+// x's unnormalization, in vectors: Unnormalize's operations (coordinates.h).
+template <class D, class V>
+HWY_INLINE V UnnormalizeVector(D d, V coord, int64_t size, bool align_corners) {
+    const V one = hn::Set(d, 1), two = hn::Set(d, 2);
+    if (align_corners) return hn::Mul(hn::Div(hn::Add(coord, one), two), hn::Set(d, static_cast<hn::TFromD<D>>(size - 1)));
+    return hn::Div(hn::Sub(hn::Mul(hn::Add(coord, one), hn::Set(d, static_cast<hn::TFromD<D>>(size))), one), two);
+}
+
+// CubicWeights and CubicWeightGrads (taps.h) on a vector of fractions t.
+template <class D, class V>
+HWY_INLINE void CubicWeightsVector(D d, V t, V* w, V* g) {
+    using S = hn::TFromD<D>;
+    constexpr S A = static_cast<S>(-0.75);
+    const V one = hn::Set(d, 1), a = hn::Set(d, A);
+    auto outer = [&](V x) {  // ((A x - 5 A) x + 8 A) x - 4 A
+        return hn::Sub(hn::Mul(hn::Add(hn::Mul(hn::Sub(hn::Mul(a, x), hn::Set(d, 5 * A)), x), hn::Set(d, 8 * A)), x),
+                       hn::Set(d, 4 * A));
+    };
+    auto inner = [&](V x) {  // ((A + 2) x - (A + 3)) x x + 1
+        return hn::Add(hn::Mul(hn::Mul(hn::Sub(hn::Mul(hn::Set(d, A + 2), x), hn::Set(d, A + 3)), x), x), one);
+    };
+    w[0] = outer(hn::Add(t, one));
+    w[1] = inner(t);
+    w[2] = inner(hn::Sub(one, t));
+    w[3] = outer(hn::Sub(hn::Set(d, 2), t));
+    V x = hn::Sub(hn::Set(d, -1), t);
+    g[0] = hn::Sub(hn::Mul(hn::Sub(hn::Mul(hn::Set(d, -3 * A), x), hn::Set(d, 10 * A)), x), hn::Set(d, 8 * A));
+    x = hn::Sub(hn::Zero(d), t);
+    g[1] = hn::Mul(hn::Sub(hn::Mul(hn::Set(d, -3 * (A + 2)), x), hn::Set(d, 2 * (A + 3))), x);
+    x = hn::Sub(one, t);
+    g[2] = hn::Mul(hn::Sub(hn::Mul(hn::Set(d, 3 * (A + 2)), x), hn::Set(d, 2 * (A + 3))), x);
+    x = hn::Sub(hn::Set(d, 2), t);
+    g[3] = hn::Add(hn::Mul(hn::Sub(hn::Mul(hn::Set(d, 3 * A), x), hn::Set(d, 10 * A)), x), hn::Set(d, 8 * A));
+}
+
+// Phase 1 for `count` points of a grid row from g (point p's x at g[p * point_stride], y and z
+// coord_stride further on).
+template <typename T, typename S>
+HWY_INLINE void CubicPhase1(const T* g, int64_t point_stride, int64_t coord_stride, int count, const View5& in,
+                            const SamplerOptions& options, CubicBlock<S>* b) {
+    const hn::ScalableTag<S> d;
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};
+    alignas(64) S coord[3][kCubicBlock];
+    for (int p = 0; p < kCubicBlock; ++p)
+        for (int a = 0; a < 3; ++a) coord[a][p] = p < count ? ToCompute(g[p * point_stride + a * coord_stride]) : S(0);
+    for (int a = 0; a < 3; ++a)
+        for (int p = 0; p < kCubicBlock; p += lanes) {
+            const auto index = UnnormalizeVector(d, hn::Load(d, coord[a] + p), sizes[a], options.align_corners);
+            const auto floor = hn::Floor(index);
+            hn::Store(hn::Sub(floor, hn::Set(d, 1)), d, b->first[a] + p);
+            hn::Vec<decltype(d)> w[4], wg[4];
+            CubicWeightsVector(d, hn::Sub(index, floor), w, wg);
+            for (int k = 0; k < 4; ++k) {
+                hn::Store(w[k], d, b->weight[a][k] + p);
+                hn::Store(wg[k], d, b->weight_grad[a][k] + p);
+            }
+        }
+    b->count = count;
+    for (int p = 0; p < count; ++p) {
+        bool inside = true;
+        for (int a = 0; a < 3; ++a) inside = inside && b->first[a][p] >= 0 && b->first[a][p] + 3 <= static_cast<S>(sizes[a] - 1);
+        b->inside[p] = inside;
+        for (int a = 0; a < 3; ++a) {
+            if (inside) {
+                b->first_index[a][p] = static_cast<int64_t>(b->first[a][p]);
+                continue;
+            }
+            for (int k = 0; k < 4; ++k)
+                b->index[a][k][p] =
+                    PaddedTap<S>(b->first[a][p] + static_cast<S>(k), sizes[a], options.padding, options.align_corners);
+        }
+    }
+    if (count < kCubicBlock)  // the lanes past count hold 0 in every phase
+        for (int r = 0; r < 16; ++r) std::memset(b->values[r][count], 0, sizeof(S) * 4 * (kCubicBlock - count));
+}
+
+// Phase 2: one channel's tap rows (in_c: its element 0; stride: the x, y, z strides).
+template <typename T, typename S>
+HWY_INLINE void CubicPhase2(const T* in_c, const int64_t* stride, CubicBlock<S>* b) {
+    int64_t row_offset[16];  // of a point's tap rows from its first tap
+    for (int r = 0; r < 16; ++r) row_offset[r] = (r >> 2) * stride[2] + (r & 3) * stride[1];
+    const bool runs = stride[0] == 1 && std::is_same_v<T, S>;  // a row's 4 taps moved as one
+    for (int p = 0; p < b->count; ++p) {
+        const int64_t(*index)[4][kCubicBlock] = b->index;
+        if (b->inside[p]) {
+            const T* base = in_c + b->first_index[2][p] * stride[2] + b->first_index[1][p] * stride[1] +
+                            b->first_index[0][p] * stride[0];
+            if (runs) {
+                for (int r = 0; r < 16; ++r) std::memcpy(b->values[r][p], base + row_offset[r], 4 * sizeof(S));
+                continue;
+            }
+            for (int r = 0; r < 16; ++r)
+                for (int i = 0; i < 4; ++i) b->values[r][p][i] = ToCompute(base[row_offset[r] + i * stride[0]]);
+            continue;
+        }
+        for (int r = 0; r < 16; ++r) {
+            const int64_t z = index[2][r >> 2][p], y = index[1][r & 3][p];
+            for (int i = 0; i < 4; ++i) {
+                const int64_t x = index[0][i][p];
+                b->values[r][p][i] = z >= 0 && y >= 0 && x >= 0 ? ToCompute(in_c[z * stride[2] + y * stride[1] + x * stride[0]])
+                                                                : S(0);
+            }
+        }
+    }
+}
+
+template <class V>
+HWY_INLINE V Dot4(const V* v, const V* w) {
+    return hn::Add(hn::Add(hn::Add(hn::Mul(v[0], w[0]), hn::Mul(v[1], w[1])), hn::Mul(v[2], w[2])), hn::Mul(v[3], w[3]));
+}
+
+// The weights (or weight gradients) of axis a's four taps for the points at p.
+template <class D, typename S>
+HWY_INLINE void LoadTapVectors(D d, const S (*table)[kCubicBlock], int p, hn::Vec<D>* out) {
+    for (int k = 0; k < 4; ++k) out[k] = hn::Load(d, table[k] + p);
+}
+
+// Phase 3: the sample of each point (sample) and, with kSums, the sums whose product with
+// gradOutput gives gridGrad: value x weight_grad(x) x weight(y) x weight(z), and so on.
+template <bool kSums, typename S>
+HWY_INLINE void CubicPhase3(const CubicBlock<S>& b, S* sample, S* dx, S* dy, S* dz) {
+    const hn::ScalableTag<S> d;
+    using V = hn::Vec<decltype(d)>;
+    for (int p = 0; p < kCubicBlock; p += static_cast<int>(hn::Lanes(d))) {
+        V wx[4], wy[4], wz[4], gx[4], gy[4], gz[4];
+        LoadTapVectors(d, b.weight[0], p, wx);
+        LoadTapVectors(d, b.weight[1], p, wy);
+        LoadTapVectors(d, b.weight[2], p, wz);
+        if constexpr (kSums) {
+            LoadTapVectors(d, b.weight_grad[0], p, gx);
+            LoadTapVectors(d, b.weight_grad[1], p, gy);
+            LoadTapVectors(d, b.weight_grad[2], p, gz);
+        }
+        V plane[4], plane_dx[4], plane_dy[4];
+        for (int k = 0; k < 4; ++k) {
+            V row[4], row_dx[4];
+            for (int j = 0; j < 4; ++j) {
+                V v[4];
+                hn::LoadInterleaved4(d, &b.values[k * 4 + j][p][0], v[0], v[1], v[2], v[3]);
+                row[j] = Dot4(v, wx);
+                if constexpr (kSums) row_dx[j] = Dot4(v, gx);
+            }
+            plane[k] = Dot4(row, wy);
+            if constexpr (kSums) {
+                plane_dx[k] = Dot4(row_dx, wy);
+                plane_dy[k] = Dot4(row, gy);
+            }
+        }
+        hn::Store(Dot4(plane, wz), d, sample + p);
+        if constexpr (kSums) {
+            hn::Store(Dot4(plane_dx, wz), d, dx + p);
+            hn::Store(Dot4(plane_dy, wz), d, dy + p);
+            hn::Store(Dot4(plane, gz), d, dz + p);
+        }
+    }
+}
+
+// The amounts one channel's gradOutput (grad, per point) adds to each tap, ((grad x weight(x))
+// x weight(y)) x weight(z), into the block's buffer in the layout of the values.
+template <typename S>
+HWY_INLINE void CubicAmounts(const S* grad, CubicBlock<S>* b) {
+    const hn::ScalableTag<S> d;
+    using V = hn::Vec<decltype(d)>;
+    for (int p = 0; p < kCubicBlock; p += static_cast<int>(hn::Lanes(d))) {
+        V wx[4], wy[4], wz[4];
+        LoadTapVectors(d, b->weight[0], p, wx);
+        LoadTapVectors(d, b->weight[1], p, wy);
+        LoadTapVectors(d, b->weight[2], p, wz);
+        const V g = hn::Load(d, grad + p);
+        V gx[4];
+        for (int i = 0; i < 4; ++i) gx[i] = hn::Mul(g, wx[i]);
+        for (int k = 0; k < 4; ++k)
+            for (int j = 0; j < 4; ++j) {
+                V a[4];
+                for (int i = 0; i < 4; ++i) a[i] = hn::Mul(hn::Mul(gx[i], wy[j]), wz[k]);
+                hn::StoreInterleaved4(a[0], a[1], a[2], a[3], d, &b->values[k * 4 + j][p][0]);
+            }
+    }
+}
+
+// Adds the amounts of the block's points, in point order and each point's taps in (z, y, x)
+// order, into one channel of the accumulator (acc_c: its element 0; stride: x, y, z), the
+// taps in planes [z_begin, z_end) only.
+template <typename S>
+HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* stride, int64_t z_begin, int64_t z_end) {
+    for (int p = 0; p < b.count; ++p) {
+        if (b.inside[p]) {
+            const int64_t z0 = b.first_index[2][p];
+            S* base = acc_c + z0 * stride[2] + b.first_index[1][p] * stride[1] + b.first_index[0][p] * stride[0];
+            for (int r = 0; r < 16; ++r) {
+                const int64_t z = z0 + (r >> 2);
+                if (z < z_begin || z >= z_end) continue;  // another thread's planes
+                S* run = base + (r >> 2) * stride[2] + (r & 3) * stride[1];
+                for (int i = 0; i < 4; ++i) run[i * stride[0]] += b.values[r][p][i];
+            }
+            continue;
+        }
+        for (int r = 0; r < 16; ++r) {
+            const int64_t z = b.index[2][r >> 2][p], y = b.index[1][r & 3][p];
+            if (z < z_begin || z >= z_end || y < 0) continue;  // another thread's planes, or outside
+            S* row = acc_c + z * stride[2] + y * stride[1];
+            for (int i = 0; i < 4; ++i)
+                if (b.index[0][i][p] >= 0) row[b.index[0][i][p] * stride[0]] += b.values[r][p][i];
+        }
+    }
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace gs3d::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // GS3D_KERNELS_TRICUBIC_BLOCKS_INL_H_
