@@ -22,6 +22,7 @@
 
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -241,15 +242,25 @@ HWY_INLINE void CubicAmounts(const S* grad, CubicBlock<S>* b) {
 // taps in planes [z_begin, z_end) only.
 template <typename S>
 HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* stride, int64_t z_begin, int64_t z_end) {
+    int64_t row_offset[16];  // of a point's tap rows from its first tap
+    for (int r = 0; r < 16; ++r) row_offset[r] = (r >> 2) * stride[2] + (r & 3) * stride[1];
+    const hn::CappedTag<S, 4> d4;  // a run of 4 taps in one vector, or in two
+    const int lanes = static_cast<int>(hn::Lanes(d4));
     for (int p = 0; p < b.count; ++p) {
         if (b.inside[p]) {
             const int64_t z0 = b.first_index[2][p];
             S* base = acc_c + z0 * stride[2] + b.first_index[1][p] * stride[1] + b.first_index[0][p] * stride[0];
-            for (int r = 0; r < 16; ++r) {
-                const int64_t z = z0 + (r >> 2);
-                if (z < z_begin || z >= z_end) continue;  // another thread's planes
-                S* run = base + (r >> 2) * stride[2] + (r & 3) * stride[1];
-                for (int i = 0; i < 4; ++i) run[i * stride[0]] += b.values[r][p][i];
+            // the rows of the taps in this thread's planes
+            const int r_begin = 4 * static_cast<int>(std::min<int64_t>(4, std::max<int64_t>(0, z_begin - z0)));
+            const int r_end = 4 * static_cast<int>(std::min<int64_t>(4, std::max<int64_t>(0, z_end - z0)));
+            for (int r = r_begin; r < r_end; ++r) {
+                S* run = base + row_offset[r];
+                if (stride[0] == 1) {
+                    for (int i = 0; i < 4; i += lanes)
+                        hn::StoreU(hn::Add(hn::LoadU(d4, run + i), hn::LoadU(d4, b.values[r][p] + i)), d4, run + i);
+                } else {
+                    for (int i = 0; i < 4; ++i) run[i * stride[0]] += b.values[r][p][i];
+                }
             }
             continue;
         }
