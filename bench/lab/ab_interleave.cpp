@@ -9,7 +9,7 @@
 // milliseconds apart see the same phase.
 //
 // Usage: ab_interleave LIB_A LIB_B forward|backward S [C] [pairs] [noise] [mask 11|10|01]
-//                      [mode 0 bilinear|1 nearest] [padding 0|1|2] [layout ncdhw|ndhwc] [N]
+//                      [mode 0 bilinear|1 nearest|2 tricubic] [padding 0|1|2] [layout ncdhw|ndhwc] [N]
 //                      [state hot|cold]
 //   LIB_A, LIB_B: two different files (e.g. /tmp/a/libgridsampler3d.so.0, /tmp/b/...).
 //   fp32 data; the workload is profile_driver's (registration_workload.h), in
@@ -57,7 +57,8 @@ struct Library {
         }
     }
 
-    explicit Library(const char* path) {
+    // extension: the gs3d calls (tricubic, mode 2), which have the aclnn calls' signatures.
+    Library(const char* path, bool extension) {
         handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (handle == nullptr) {
             std::fprintf(stderr, "ab_interleave: %s\n", dlerror());
@@ -70,10 +71,11 @@ struct Library {
         Resolve(&create_tensor, "aclCreateTensor", path);
         Resolve(&create_bool_array, "aclCreateBoolArray", path);
         Resolve(&recent_error, "aclGetRecentErrMsg", path);
-        Resolve(&forward_size, "aclnnGridSampler3DGetWorkspaceSize", path);
-        Resolve(&forward, "aclnnGridSampler3D", path);
-        Resolve(&backward_size, "aclnnGridSampler3DBackwardGetWorkspaceSize", path);
-        Resolve(&backward, "aclnnGridSampler3DBackward", path);
+        const std::string prefix = extension ? "gs3d" : "aclnn";
+        Resolve(&forward_size, (prefix + "GridSampler3DGetWorkspaceSize").c_str(), path);
+        Resolve(&forward, (prefix + "GridSampler3D").c_str(), path);
+        Resolve(&backward_size, (prefix + "GridSampler3DBackwardGetWorkspaceSize").c_str(), path);
+        Resolve(&backward, (prefix + "GridSampler3DBackward").c_str(), path);
         init(nullptr);
         set_device(0);
         create_stream(&stream);
@@ -98,7 +100,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "ab_interleave: LIB_A and LIB_B are the same file\n");
         return 2;
     }
-    Library libs[2] = {Library(argv[1]), Library(argv[2])};
+    const int64_t mode = argc > 9 ? std::atoll(argv[9]) : 0, padding = argc > 10 ? std::atoll(argv[10]) : 0;
+    Library libs[2] = {Library(argv[1], mode == 2), Library(argv[2], mode == 2)};
     if (libs[0].handle == libs[1].handle) {
         std::fprintf(stderr, "ab_interleave: the two paths loaded one copy of the library\n");
         return 2;
@@ -109,7 +112,6 @@ int main(int argc, char** argv) {
     const int pairs = argc > 6 ? std::atoi(argv[6]) : 30;
     const float noise_sigma = argc > 7 ? std::atof(argv[7]) : 0.05f;
     const std::string mask_text = argc > 8 ? argv[8] : "11";
-    const int64_t mode = argc > 9 ? std::atoll(argv[9]) : 0, padding = argc > 10 ? std::atoll(argv[10]) : 0;
     const bool channels_last = argc > 11 && std::string(argv[11]) == "ndhwc";
     const int64_t batch = argc > 12 ? std::atoll(argv[12]) : 1;
     const bool cold = argc > 13 && std::string(argv[13]) == "cold";
