@@ -14,6 +14,9 @@ reports medians; a variant (border, reflection, fp64, fp16, bf16) also calls our
 with zeros padding in turn, for its ratio to that. Ours is checked against the baseline's
 values in every case.
 
+Then the tricubic mode's rows (tricubic.py): against our trilinear and a plain scalar tricubic
+loop, one thread.
+
 Usage: bench.py [--quick] [--out DIR] [--threads N]
   (needs GRIDSAMPLER3D_LIBRARY, or build/ next to here; scripts/bench.sh builds and runs it)
 Writes DIR/results.csv and DIR/speedup.png, and prints the table and the summary.
@@ -168,6 +171,8 @@ def main():
         results += json.loads(child.stdout.strip().splitlines()[-1])
     from report import report
     report(results, args.out, args.threads)
+    import tricubic  # the tricubic mode's rows: against trilinear and a scalar tricubic loop
+    tricubic.main(["--sizes", "48,64", "--repeats", "3"] if args.quick else [])
     print(f"\n({time.perf_counter() - started:.0f} s)")
 
 
