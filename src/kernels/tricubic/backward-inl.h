@@ -55,7 +55,7 @@ void TricubicBackwardShare(const Problem<T>& pb, int64_t n, int64_t z_begin, int
         const bool grid_grad = pb.args.compute_grid_grad && row >= row_begin && row < row_end;
         for (int64_t w0 = 0; w0 < pb.out_w; w0 += kCubicBlock) {
             const int count = static_cast<int>(std::min<int64_t>(kCubicBlock, pb.out_w - w0));
-            CubicPhase1<T>(pb.GridPoint(n, d, h, w0), pb.args.grid.stride[3], pb.args.grid.stride[4], count, in,
+            CubicPhase1<true, T>(pb.GridPoint(n, d, h, w0), pb.args.grid.stride[3], pb.args.grid.stride[4], count, in,
                            pb.args.options, &block);
             bool in_slab = false;
             for (int k = 0; k < 4; ++k)

@@ -1,6 +1,6 @@
 // Tricubic in row phases, a block of up to kCubicBlock points of one grid row at a time:
 // - phase 1 (vectors): each point's source index per axis, its first tap and the weights and
-//   weight gradients of its four taps (taps.h's formulas, the same operations in the same
+//   weight gradients of its four taps (PyTorch's formulas, CubicWeightsVector, the same operations in the same
 //   order); then per point (scalar) the taps' padded indices, and whether every tap is inside
 //   (its rows are then runs of 4 along x, read without any test);
 // - phase 2 (scalar moves, per channel): each point's 16 tap rows (z, y) of 4 values along x
@@ -64,8 +64,9 @@ HWY_INLINE V UnnormalizeVector(D d, V coord, int64_t size, bool align_corners) {
     return hn::Div(hn::Sub(hn::Mul(hn::Add(coord, one), hn::Set(d, static_cast<hn::TFromD<D>>(size))), one), two);
 }
 
-// CubicWeights and CubicWeightGrads (taps.h) on a vector of fractions t.
-template <class D, class V>
+// The weights of the four taps (w) and, with kGrads, minus their derivatives (g), PyTorch's
+// get_cubic_upsample_coefficients and get_cubic_coefficients_grad, on a vector of fractions t.
+template <bool kGrads, class D, class V>
 HWY_INLINE void CubicWeightsVector(D d, V t, V* w, V* g) {
     using S = hn::TFromD<D>;
     constexpr S A = static_cast<S>(-0.75);
@@ -81,6 +82,7 @@ HWY_INLINE void CubicWeightsVector(D d, V t, V* w, V* g) {
     w[1] = inner(t);
     w[2] = inner(hn::Sub(one, t));
     w[3] = outer(hn::Sub(hn::Set(d, 2), t));
+    if constexpr (!kGrads) return;
     V x = hn::Sub(hn::Set(d, -1), t);
     g[0] = hn::Sub(hn::Mul(hn::Sub(hn::Mul(hn::Set(d, -3 * A), x), hn::Set(d, 10 * A)), x), hn::Set(d, 8 * A));
     x = hn::Sub(hn::Zero(d), t);
@@ -92,38 +94,49 @@ HWY_INLINE void CubicWeightsVector(D d, V t, V* w, V* g) {
 }
 
 // Phase 1 for `count` points of a grid row from g (point p's x at g[p * point_stride], y and z
-// coord_stride further on).
-template <typename T, typename S>
+// coord_stride further on); kGrads: the weight gradients too (the backward's gridGrad).
+template <bool kGrads, typename T, typename S>
 HWY_INLINE void CubicPhase1(const T* g, int64_t point_stride, int64_t coord_stride, int count, const View5& in,
                             const SamplerOptions& options, CubicBlock<S>* b) {
     const hn::ScalableTag<S> d;
     const int lanes = static_cast<int>(hn::Lanes(d));
     const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};
     alignas(64) S coord[3][kCubicBlock];
-    for (int p = 0; p < kCubicBlock; ++p)
-        for (int a = 0; a < 3; ++a) coord[a][p] = p < count ? ToCompute(g[p * point_stride + a * coord_stride]) : S(0);
+    if (std::is_same_v<T, S> && count == kCubicBlock && point_stride == 3 && coord_stride == 1) {
+        for (int p = 0; p < kCubicBlock; p += lanes) {  // a dense row of (x, y, z) points
+            hn::Vec<decltype(d)> x, y, z;
+            hn::LoadInterleaved3(d, reinterpret_cast<const S*>(g) + 3 * p, x, y, z);
+            hn::Store(x, d, coord[0] + p);
+            hn::Store(y, d, coord[1] + p);
+            hn::Store(z, d, coord[2] + p);
+        }
+    } else {
+        for (int p = 0; p < kCubicBlock; ++p)
+            for (int a = 0; a < 3; ++a) coord[a][p] = p < count ? ToCompute(g[p * point_stride + a * coord_stride]) : S(0);
+    }
     for (int a = 0; a < 3; ++a)
         for (int p = 0; p < kCubicBlock; p += lanes) {
             const auto index = UnnormalizeVector(d, hn::Load(d, coord[a] + p), sizes[a], options.align_corners);
             const auto floor = hn::Floor(index);
             hn::Store(hn::Sub(floor, hn::Set(d, 1)), d, b->first[a] + p);
             hn::Vec<decltype(d)> w[4], wg[4];
-            CubicWeightsVector(d, hn::Sub(index, floor), w, wg);
-            for (int k = 0; k < 4; ++k) {
-                hn::Store(w[k], d, b->weight[a][k] + p);
-                hn::Store(wg[k], d, b->weight_grad[a][k] + p);
-            }
+            CubicWeightsVector<kGrads>(d, hn::Sub(index, floor), w, wg);
+            for (int k = 0; k < 4; ++k) hn::Store(w[k], d, b->weight[a][k] + p);
+            if constexpr (kGrads)
+                for (int k = 0; k < 4; ++k) hn::Store(wg[k], d, b->weight_grad[a][k] + p);
         }
     b->count = count;
     for (int p = 0; p < count; ++p) {
         bool inside = true;
-        for (int a = 0; a < 3; ++a) inside = inside && b->first[a][p] >= 0 && b->first[a][p] + 3 <= static_cast<S>(sizes[a] - 1);
+        for (int a = 0; a < 3 && inside; ++a) {
+            const S first = b->first[a][p];  // tested in float first: NaN, inf and huge values never reach the cast
+            inside = first >= 0 && first <= static_cast<S>(sizes[a]);
+            b->first_index[a][p] = inside ? static_cast<int64_t>(first) : 0;
+            inside = inside && b->first_index[a][p] + 3 <= sizes[a] - 1;
+        }
         b->inside[p] = inside;
+        if (inside) continue;
         for (int a = 0; a < 3; ++a) {
-            if (inside) {
-                b->first_index[a][p] = static_cast<int64_t>(b->first[a][p]);
-                continue;
-            }
             for (int k = 0; k < 4; ++k)
                 b->index[a][k][p] =
                     PaddedTap<S>(b->first[a][p] + static_cast<S>(k), sizes[a], options.padding, options.align_corners);

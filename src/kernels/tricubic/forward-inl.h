@@ -48,7 +48,7 @@ void TricubicForward(const ForwardArgs& args) {
             T* out_row = out_data + n * out.stride[0] + d * out.stride[2] + h * out.stride[3];
             for (int64_t w0 = 0; w0 < out_w; w0 += kCubicBlock) {
                 const int count = static_cast<int>(std::min<int64_t>(kCubicBlock, out_w - w0));
-                CubicPhase1<T>(g + w0 * grid.stride[3], grid.stride[3], grid.stride[4], count, in, args.options, &block);
+                CubicPhase1<false, T>(g + w0 * grid.stride[3], grid.stride[3], grid.stride[4], count, in, args.options, &block);
                 const T* in_c = in_data + n * in.stride[0];
                 T* out_c = out_row + w0 * out.stride[4];
                 for (int64_t c = 0; c < in.size[1]; ++c, in_c += in.stride[1], out_c += out.stride[1]) {
