@@ -1,8 +1,8 @@
 // Tricubic in row phases, a block of up to kCubicBlock points of one grid row at a time:
 // - phase 1 (vectors): each point's source index per axis, its first tap and the weights and
-//   weight gradients of its four taps (PyTorch's formulas, CubicWeightsVector, the same operations in the same
-//   order); then per point (scalar) the taps' padded indices, and whether every tap is inside
-//   (its rows are then runs of 4 along x, read without any test);
+//   weight gradients of its four taps (PyTorch's formulas: CubicWeightsVector); then per point
+//   (scalar) whether every tap is inside (its rows are then runs of 4 along x, read without
+//   any test), else the taps' padded indices;
 // - phase 2 (scalar moves, per channel): each point's 16 tap rows (z, y) of 4 values along x
 //   into the block's buffer, laid out [row][point][4]; a tap that reads 0 (zeros padding) gives 0;
 // - phase 3 (vectors, per channel): LoadInterleaved4 turns a row's [point][4] into 4 vectors
