@@ -27,7 +27,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     composition instead, so that higher orders are PyTorch's (float32 and float64 only: PyTorch
     1.13's CPU kernel has no float16 or bfloat16). align_corners=None means False,
     PyTorch's default. Raises GridSamplerError (a RuntimeError) when the library refuses the
-    arguments, ValueError for a mode it does not know or a rank other than 5."""
+    arguments, ValueError for a mode it does not know or a rank other than 5.
+
+    mode="bicubic" is tricubic, which PyTorch refuses in 3-D: PyTorch's 2-D bicubic
+    convolution on the three axes (docs/semantics.md); create_graph=True is refused for it."""
     from . import _torch  # torch is needed only here: the NumPy front end works without it
 
     interpolation, padding = _arguments.interpolation_code(mode), _arguments.padding_code(padding_mode)
@@ -81,8 +84,9 @@ def patch_torch(enabled=True):
                                                      # also when the block raises)
 
     Routed: 5-D CPU tensors (plain torch.Tensor, not subclasses), input and grid of one dtype
-    among float32, float64, float16 and bfloat16, mode bilinear or nearest, any padding mode.
-    Everything else (4-D, CUDA, other or mixed dtypes, bicubic, unknown modes) goes to PyTorch's
+    among float32, float64, float16 and bfloat16, mode bilinear, nearest or bicubic (tricubic,
+    which PyTorch refuses in 3-D), any padding mode.
+    Everything else (4-D, CUDA, other or mixed dtypes, unknown modes) goes to PyTorch's
     own function with the caller's arguments, so it behaves, raises and warns as before.
     align_corners=None means False with PyTorch's warning, as in PyTorch. A backward run with
     create_graph=True is PyTorch's (see grid_sample), so higher-order autograd stays PyTorch's.

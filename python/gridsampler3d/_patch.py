@@ -3,7 +3,8 @@
 The replacement keeps PyTorch's signature, defaults and warning. A call reaches gridsampler3d
 only when both tensors are plain 5-D CPU tensors of one dtype the library supports and the mode
 and padding are ones it has; every other call goes to PyTorch's own function unchanged, so
-PyTorch raises, warns and dispatches (__torch_function__, CUDA, 4-D, bicubic) as it always did.
+PyTorch raises, warns and dispatches (__torch_function__, CUDA, 4-D) as it always did; 5-D
+bicubic, which PyTorch refuses, is gridsampler3d's tricubic.
 """
 import threading
 import warnings
