@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "kernels/element_types.h"
@@ -40,6 +41,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr int kCubicBlock = 16;  // a vector of fp32 on AVX-512; the others take several
 
+// A first tap's index as phase 1's vectors convert it: int32 for fp32, int64 for fp64.
+template <typename S>
+using CubicIndex = std::conditional_t<sizeof(S) == 4, int32_t, int64_t>;
+
 template <typename S>
 struct CubicBlock {
     int count = 0;                                // points in the block
@@ -47,7 +52,7 @@ struct CubicBlock {
     alignas(64) S weight_grad[3][4][kCubicBlock];  // minus d(weight)/d(index), as PyTorch's
     alignas(64) S first[3][kCubicBlock];           // floor(index) - 1: the first tap, unpadded
     bool inside[kCubicBlock];                      // every tap inside: no padding applies
-    int64_t first_index[3][kCubicBlock];           // a point inside: its first tap per axis
+    alignas(64) CubicIndex<S> first_index[3][kCubicBlock];  // a point inside: its first tap per axis
     int64_t index[3][4][kCubicBlock];              // a point not inside: each tap's padded index, -1: reads 0
     alignas(64) S values[16][kCubicBlock][4];      // per channel: tap rows (z * 4 + y) of each point
 
@@ -114,25 +119,41 @@ HWY_INLINE void CubicPhase1(const T* g, int64_t point_stride, int64_t coord_stri
         for (int p = 0; p < kCubicBlock; ++p)
             for (int a = 0; a < 3; ++a) coord[a][p] = p < count ? ToCompute(g[p * point_stride + a * coord_stride]) : S(0);
     }
-    for (int a = 0; a < 3; ++a)
-        for (int p = 0; p < kCubicBlock; p += lanes) {
+    // Whether every tap is inside, in vectors where the sizes are exact in S and the first taps
+    // fit its integers (else below, point by point, exactly in int64).
+    const hn::RebindToSigned<decltype(d)> di;
+    constexpr int64_t kExact = int64_t{1} << (std::numeric_limits<S>::digits < 31 ? std::numeric_limits<S>::digits : 31);
+    const bool vector_inside = sizes[0] < kExact && sizes[1] < kExact && sizes[2] < kExact;
+    for (int p = 0; p < kCubicBlock; p += lanes) {
+        auto inside = hn::FirstN(d, static_cast<size_t>(std::max(0, count - p)));
+        for (int a = 0; a < 3; ++a) {
             const auto index = UnnormalizeVector(d, hn::Load(d, coord[a] + p), sizes[a], options.align_corners);
             const auto floor = hn::Floor(index);
-            hn::Store(hn::Sub(floor, hn::Set(d, 1)), d, b->first[a] + p);
+            const auto first = hn::Sub(floor, hn::Set(d, 1));
+            hn::Store(first, d, b->first[a] + p);
             hn::Vec<decltype(d)> w[4], wg[4];
             CubicWeightsVector<kGrads>(d, hn::Sub(index, floor), w, wg);
             for (int k = 0; k < 4; ++k) hn::Store(w[k], d, b->weight[a][k] + p);
             if constexpr (kGrads)
                 for (int k = 0; k < 4; ++k) hn::Store(wg[k], d, b->weight_grad[a][k] + p);
+            // first >= 0 and first + 3 <= size - 1; NaN fails both; the cast sees 0 elsewhere
+            inside = hn::And(inside, hn::And(hn::Ge(first, hn::Zero(d)),
+                                             hn::Le(first, hn::Set(d, static_cast<S>(sizes[a] - 4)))));
+            hn::Store(hn::ConvertTo(di, hn::IfThenElseZero(inside, first)), di, b->first_index[a] + p);
         }
+        alignas(64) CubicIndex<S> lane_inside[kCubicBlock];
+        hn::Store(hn::BitCast(di, hn::VecFromMask(d, inside)), di, lane_inside);
+        for (int q = 0; q < lanes; ++q) b->inside[p + q] = vector_inside && lane_inside[q] != 0;
+    }
     b->count = count;
     for (int p = 0; p < count; ++p) {
-        bool inside = true;
-        for (int a = 0; a < 3 && inside; ++a) {
-            const S first = b->first[a][p];  // tested in float first: NaN, inf and huge values never reach the cast
-            inside = first >= 0 && first <= static_cast<S>(sizes[a]);
-            b->first_index[a][p] = inside ? static_cast<int64_t>(first) : 0;
-            inside = inside && b->first_index[a][p] + 3 <= sizes[a] - 1;
+        if (b->inside[p]) continue;
+        bool inside = !vector_inside;
+        for (int a = 0; a < 3 && inside; ++a) {  // exactly, for sizes the floats do not hold
+            const S first = b->first[a][p];      // tested in float first: NaN, inf and huge values never reach the cast
+            inside = first >= 0 && first <= static_cast<S>(sizes[a]) && first < static_cast<S>(kExact);
+            b->first_index[a][p] = inside ? static_cast<CubicIndex<S>>(first) : 0;
+            inside = inside && b->first_index[a][p] + int64_t{3} <= sizes[a] - 1;
         }
         b->inside[p] = inside;
         if (inside) continue;
