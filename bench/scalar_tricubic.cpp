@@ -57,16 +57,24 @@ struct Shape {
     const int64_t *size, *stride;
 };
 
-template <typename S>
-void Forward(const S* in, Shape is, const S* grid, Shape gs, S* out, const int64_t* os, Padding padding, bool align) {
+// Calls f(n, d, h, w, x, y, z) for every grid point in order, with its three axes' taps.
+template <typename S, typename F>
+void ForEachPoint(const S* grid, Shape is, Shape gs, Padding padding, bool align, F&& f) {
     for (int64_t n = 0; n < is.size[0]; ++n)
         for (int64_t d = 0; d < gs.size[1]; ++d)
             for (int64_t h = 0; h < gs.size[2]; ++h)
                 for (int64_t w = 0; w < gs.size[3]; ++w) {
                     const S* g = grid + n * gs.stride[0] + d * gs.stride[1] + h * gs.stride[2] + w * gs.stride[3];
-                    const Axis<S> x = MakeAxis(g[0], is.size[4], padding, align);
-                    const Axis<S> y = MakeAxis(g[gs.stride[4]], is.size[3], padding, align);
-                    const Axis<S> z = MakeAxis(g[2 * gs.stride[4]], is.size[2], padding, align);
+                    f(n, d, h, w, MakeAxis(g[0], is.size[4], padding, align),
+                      MakeAxis(g[gs.stride[4]], is.size[3], padding, align),
+                      MakeAxis(g[2 * gs.stride[4]], is.size[2], padding, align));
+                }
+}
+
+template <typename S>
+void Forward(const S* in, Shape is, const S* grid, Shape gs, S* out, const int64_t* os, Padding padding, bool align) {
+    ForEachPoint(grid, is, gs, padding, align,
+                 [&](int64_t n, int64_t d, int64_t h, int64_t w, const Axis<S>& x, const Axis<S>& y, const Axis<S>& z) {
                     for (int64_t c = 0; c < is.size[1]; ++c) {
                         const S* v = in + n * is.stride[0] + c * is.stride[1];
                         S sum = 0;
@@ -78,7 +86,7 @@ void Forward(const S* in, Shape is, const S* grid, Shape gs, S* out, const int64
                                                x.w[i] * y.w[j] * z.w[k];
                         out[n * os[0] + c * os[1] + d * os[2] + h * os[3] + w * os[4]] = sum;
                     }
-                }
+                 });
 }
 
 template <typename S>
@@ -90,14 +98,8 @@ void Backward(const S* grad, const int64_t* go, const S* in, Shape is, const S* 
                 for (int64_t y = 0; y < is.size[3]; ++y)
                     for (int64_t x = 0; x < is.size[4]; ++x)
                         input_grad[n * igs[0] + c * igs[1] + z * igs[2] + y * igs[3] + x * igs[4]] = 0;
-    for (int64_t n = 0; n < is.size[0]; ++n)
-        for (int64_t d = 0; d < gs.size[1]; ++d)
-            for (int64_t h = 0; h < gs.size[2]; ++h)
-                for (int64_t w = 0; w < gs.size[3]; ++w) {
-                    const S* g = grid + n * gs.stride[0] + d * gs.stride[1] + h * gs.stride[2] + w * gs.stride[3];
-                    const Axis<S> x = MakeAxis(g[0], is.size[4], padding, align);
-                    const Axis<S> y = MakeAxis(g[gs.stride[4]], is.size[3], padding, align);
-                    const Axis<S> z = MakeAxis(g[2 * gs.stride[4]], is.size[2], padding, align);
+    ForEachPoint(grid, is, gs, padding, align,
+                 [&](int64_t n, int64_t d, int64_t h, int64_t w, const Axis<S>& x, const Axis<S>& y, const Axis<S>& z) {
                     S gx = 0, gy = 0, gz = 0;
                     for (int64_t c = 0; c < is.size[1]; ++c) {
                         const S* v = in + n * is.stride[0] + c * is.stride[1];
@@ -118,7 +120,7 @@ void Backward(const S* grad, const int64_t* go, const S* in, Shape is, const S* 
                     }
                     S* gg = grid_grad + n * ggs[0] + d * ggs[1] + h * ggs[2] + w * ggs[3];
                     gg[0] = gx * x.scale, gg[ggs[4]] = gy * y.scale, gg[2 * ggs[4]] = gz * z.scale;
-                }
+                 });
 }
 
 }  // namespace

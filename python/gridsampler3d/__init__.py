@@ -97,7 +97,7 @@ def patch_torch(enabled=True):
     whose exit puts back the state found on entry."""
     from . import _patch  # torch is needed only here and in grid_sample
 
-    return _patch.TorchPatch(enabled)
+    return _patch.Patch(_patch._set, enabled)
 
 
 def patch_monai(enabled=True):
@@ -116,9 +116,9 @@ def patch_monai(enabled=True):
     or MONAI's compiled extension) runs MONAI's own code. A float32 image on MONAI's default
     float32 grid is sampled in float32 (see docs/semantics.md, "MONAI"). Refuses (RuntimeError, nothing
     patched) on a MONAI version it was not tested with; ImportError without MONAI."""
-    from . import _monai
+    from . import _monai, _patch
 
-    return _monai.MonaiPatch(enabled)
+    return _patch.Patch(_monai._set, enabled)
 
 
 def set_deterministic(enabled):

@@ -89,17 +89,3 @@ def _set(patched):
                 setattr(cls, name, stock)
         return was_patched
 
-
-class MonaiPatch:
-    """What patch_monai returns: the patch is already applied (or removed); as a context manager
-    it puts the previous state back on exit, also when the block raises."""
-
-    def __init__(self, enabled):
-        self._was_patched = _set(bool(enabled))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        _set(self._was_patched)
-        return False

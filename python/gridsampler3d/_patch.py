@@ -91,16 +91,18 @@ def _set(patched):
         return was_patched
 
 
-class TorchPatch:
-    """What patch_torch returns: the patch is already applied (or removed); used as a context
-    manager, it puts the previous state back on exit, also when the block raises."""
+class Patch:
+    """What patch_torch and patch_monai return: the patch is already applied (or removed) by
+    set_patched(enabled), which returns whether it was applied before; used as a context
+    manager, it puts that state back on exit, also when the block raises."""
 
-    def __init__(self, enabled):
-        self._was_patched = _set(bool(enabled))
+    def __init__(self, set_patched, enabled):
+        self._set = set_patched
+        self._was_patched = set_patched(bool(enabled))
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc_info):
-        _set(self._was_patched)
+        self._set(self._was_patched)
         return False

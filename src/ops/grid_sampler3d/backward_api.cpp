@@ -15,12 +15,6 @@
 namespace gs3d::grid_sampler3d {
 namespace {
 
-// The names a call reports itself by, and whether it takes tricubic.
-struct Api {
-    const char* name;
-    const char* launch;
-    bool tricubic;
-};
 constexpr Api kAclnn{"aclnnGridSampler3DBackwardGetWorkspaceSize", "aclnnGridSampler3DBackward", false};
 constexpr Api kExtension{"gs3dGridSampler3DBackwardGetWorkspaceSize", "gs3dGridSampler3DBackward", true};
 

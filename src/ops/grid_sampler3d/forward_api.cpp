@@ -13,12 +13,6 @@
 namespace gs3d::grid_sampler3d {
 namespace {
 
-// The names a call reports itself by, and whether it takes tricubic.
-struct Api {
-    const char* name;
-    const char* launch;
-    bool tricubic;
-};
 constexpr Api kAclnn{"aclnnGridSampler3DGetWorkspaceSize", "aclnnGridSampler3D", false};
 constexpr Api kExtension{"gs3dGridSampler3DGetWorkspaceSize", "gs3dGridSampler3D", true};
 

@@ -11,6 +11,14 @@
 
 namespace gs3d::grid_sampler3d {
 
+// A grid sampler call: the names it reports itself by (its GetWorkspaceSize, its launch), and
+// whether it takes tricubic (the gs3d extension calls do, the aclnn ones do not).
+struct Api {
+    const char* name;
+    const char* launch;
+    bool tricubic;
+};
+
 // A tensor argument and its name in the API's signature, for messages.
 struct Arg {
     const char* name;
