@@ -45,8 +45,8 @@ void TricubicBackwardShare(const Problem<T>& pb, int64_t n, int64_t z_begin, int
     const S my = UnnormalizeDerivative<S>(in.size[3], pb.args.options.align_corners);
     const S mz = UnnormalizeDerivative<S>(in.size[2], pb.args.options.align_corners);
     const T* in_n = pb.in + n * in.stride[0];
-    S* acc_n = pb.acc + n * pb.acc_stride[0];
     const bool scatters = z_begin < z_end;
+    S* acc_n = scatters ? pb.acc + n * pb.acc_stride[0] : nullptr;  // gridGrad alone: inputGrad may have no data
     CubicBlock<S> block;
     alignas(64) S grad[kCubicBlock], sample[kCubicBlock], dx[kCubicBlock], dy[kCubicBlock], dz[kCubicBlock];
     alignas(64) S gix[kCubicBlock], giy[kCubicBlock], giz[kCubicBlock];
