@@ -44,9 +44,10 @@ void TricubicBackwardShare(const Problem<T>& pb, int64_t n, int64_t z_begin, int
     const S mx = UnnormalizeDerivative<S>(in.size[4], pb.args.options.align_corners);
     const S my = UnnormalizeDerivative<S>(in.size[3], pb.args.options.align_corners);
     const S mz = UnnormalizeDerivative<S>(in.size[2], pb.args.options.align_corners);
-    const T* in_n = pb.in + n * in.stride[0];
     const bool scatters = z_begin < z_end;
-    S* acc_n = scatters ? pb.acc + n * pb.acc_stride[0] : nullptr;  // gridGrad alone: inputGrad may have no data
+    // Without channels, or for gridGrad alone, the input or inputGrad may have no data.
+    const T* in_n = pb.channels > 0 ? pb.in + n * in.stride[0] : nullptr;
+    S* acc_n = scatters && pb.channels > 0 ? pb.acc + n * pb.acc_stride[0] : nullptr;
     CubicBlock<S> block;
     alignas(64) S grad[kCubicBlock], sample[kCubicBlock], dx[kCubicBlock], dy[kCubicBlock], dz[kCubicBlock];
     alignas(64) S gix[kCubicBlock], giy[kCubicBlock], giz[kCubicBlock];
