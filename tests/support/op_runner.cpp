@@ -104,7 +104,7 @@ double Tolerance(aclDataType type, double expected, double scale) {
     }
 }
 
-std::string CompareArrays(const Array5& actual, const Array5& expected, aclDataType type) {
+std::string CompareArrays(const Array5& actual, const Array5& expected, aclDataType type, const Array5* magnitude) {
     std::ostringstream out;
     if (actual.values.size() != expected.values.size()) return "size differs";
     double scale = 0;
@@ -113,6 +113,8 @@ std::string CompareArrays(const Array5& actual, const Array5& expected, aclDataT
     for (size_t i = 0; i < actual.values.size(); ++i) {
         const double a = actual.values[i], e = expected.values[i];
         if (std::fabs(a - e) <= Tolerance(type, e, scale)) continue;
+        const double epsilon = type == ACL_DOUBLE ? std::ldexp(1.0, -52) : std::ldexp(1.0, -23);
+        if (magnitude && std::fabs(a - e) <= 64 * epsilon * magnitude->values[i]) continue;
         if (reported++ < 5) out << std::setprecision(17) << "[" << i << "] got " << a << " expected " << e << "; ";
     }
     if (reported) out << reported << " of " << actual.values.size() << " elements differ";

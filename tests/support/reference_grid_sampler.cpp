@@ -192,9 +192,10 @@ void ReferenceBackward(const Array5& grad_output, const Array5& input, const Arr
                 }
 }
 
-Array5 ReferenceInputGradMagnitude(const Array5& grad_output, const Array5& input, const Array5& grid,
-                                   const RefOptions& options) {
-    Array5 magnitude(input.dim[0], input.dim[1], input.dim[2], input.dim[3], input.dim[4]);
+void ReferenceBackwardMagnitudes(const Array5& grad_output, const Array5& input, const Array5& grid,
+                                 const RefOptions& options, Array5* input_grad, Array5* grid_grad) {
+    *input_grad = Array5(input.dim[0], input.dim[1], input.dim[2], input.dim[3], input.dim[4]);
+    *grid_grad = Array5(grid.dim[0], grid.dim[1], grid.dim[2], grid.dim[3], grid.dim[4]);
     for (int64_t n = 0; n < grid.dim[0]; ++n)
         for (int64_t d = 0; d < grid.dim[1]; ++d)
             for (int64_t h = 0; h < grid.dim[2]; ++h)
@@ -206,12 +207,16 @@ Array5 ReferenceInputGradMagnitude(const Array5& grad_output, const Array5& inpu
                                 for (int kx = 0; kx < s.taps; ++kx) {
                                     const int64_t x = s.pos[0][kx], y = s.pos[1][ky], z = s.pos[2][kz];
                                     if (!Inside(input, x, y, z)) continue;
-                                    magnitude.at(n, c, z, y, x) += std::fabs(grad_output.at(n, c, d, h, w) *
-                                                                             s.weight[0][kx] * s.weight[1][ky] *
-                                                                             s.weight[2][kz]);
+                                    const double g = std::fabs(grad_output.at(n, c, d, h, w));
+                                    const double wx = std::fabs(s.weight[0][kx]), wy = std::fabs(s.weight[1][ky]),
+                                                 wz = std::fabs(s.weight[2][kz]);
+                                    input_grad->at(n, c, z, y, x) += g * wx * wy * wz;
+                                    const double v = std::fabs(input.at(n, c, z, y, x)) * g;
+                                    grid_grad->at(n, d, h, w, 0) += v * std::fabs(s.slope[0][kx] * s.derivative[0]) * wy * wz;
+                                    grid_grad->at(n, d, h, w, 1) += v * wx * std::fabs(s.slope[1][ky] * s.derivative[1]) * wz;
+                                    grid_grad->at(n, d, h, w, 2) += v * wx * wy * std::fabs(s.slope[2][kz] * s.derivative[2]);
                                 }
                 }
-    return magnitude;
 }
 
 }  // namespace gs3d_test

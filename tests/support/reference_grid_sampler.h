@@ -47,9 +47,11 @@ Array5 ReferenceForward(const Array5& input, const Array5& grid, const RefOption
 void ReferenceBackward(const Array5& grad_output, const Array5& input, const Array5& grid, const RefOptions& options,
                        Array5* input_grad, Array5* grid_grad);
 
-// Per inputGrad element, the sum of its terms' magnitudes |gradOutput * weights|: the scale of
-// its rounding error where many terms of either sign meet (tricubic's border voxels).
-Array5 ReferenceInputGradMagnitude(const Array5& grad_output, const Array5& input, const Array5& grid,
-                                   const RefOptions& options);
+// Per element of inputGrad and gridGrad, the sum of its terms' magnitudes (|gradOutput x
+// weights|, |input x gradOutput x slope x weights| x d(index)/d(grid)): the scale of its
+// rounding error where many terms of either sign meet (tricubic's border voxels, or its
+// weight gradients, which sum to 0 on an input constant along an axis).
+void ReferenceBackwardMagnitudes(const Array5& grad_output, const Array5& input, const Array5& grid,
+                                 const RefOptions& options, Array5* input_grad, Array5* grid_grad);
 
 }  // namespace gs3d_test
