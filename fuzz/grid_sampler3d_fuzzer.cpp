@@ -426,22 +426,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             CheckOutput(t[2], expected ? &*expected : nullptr, true, input_channel_last, "out");
         } else {
             std::optional<Array5> input_grad, grid_grad;
-            Array5 input_grad_magnitude, grid_grad_magnitude;  // the bound of sums whose terms cancel
+            gs3d_test::BackwardMagnitudes magnitudes;  // the bound of sums whose terms cancel
             if (reference_applies) {
                 input_grad.emplace();
                 grid_grad.emplace();
-                const Array5 grad = LoadLogical(t[2], true, input_channel_last),
-                             input = LoadLogical(t[0], true, input_channel_last), grid = LoadLogical(t[1], false, false);
-                gs3d_test::ReferenceBackward(grad, input, grid, options, &*input_grad, &*grid_grad);
-                gs3d_test::ReferenceBackwardMagnitudes(grad, input, grid, options, &input_grad_magnitude,
-                                                       &grid_grad_magnitude);
+                gs3d_test::ReferenceBackward(LoadLogical(t[2], true, input_channel_last),
+                                             LoadLogical(t[0], true, input_channel_last),
+                                             LoadLogical(t[1], false, false), options, &*input_grad, &*grid_grad,
+                                             &magnitudes);
             }
             if (want_input_grad)
                 CheckOutput(t[3], input_grad ? &*input_grad : nullptr, true, input_channel_last, "inputGrad",
-                            &input_grad_magnitude);
+                            &magnitudes.input_grad);
             else if (!Untouched(t[3])) Fail(api, "inputGrad written although the mask left it out");
             if (want_grid_grad)
-                CheckOutput(t[4], grid_grad ? &*grid_grad : nullptr, false, false, "gridGrad", &grid_grad_magnitude);
+                CheckOutput(t[4], grid_grad ? &*grid_grad : nullptr, false, false, "gridGrad", &magnitudes.grid_grad);
             else if (!Untouched(t[4])) Fail(api, "gridGrad written although the mask left it out");
         }
     }

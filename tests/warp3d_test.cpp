@@ -147,17 +147,17 @@ TEST_P(Warp3D, MatchesTheReferenceAtTheWarpsCoordinates) {
     Array5 out, input_grad, input_grad_reference, grid_grad;
     std::vector<double> parameters_grad;
     RunWarp(Affine(), o, input, theta, flow, grad, &out, &input_grad, &parameters_grad);
-    ReferenceBackward(grad, input, grid, o, &input_grad_reference, &grid_grad);
+    BackwardMagnitudes magnitudes;
+    ReferenceBackward(grad, input, grid, o, &input_grad_reference, &grid_grad, &magnitudes);
     EXPECT_EQ(CompareArrays(out, ReferenceForward(input, grid, o), ACL_DOUBLE), "") << "out";
     if (o.interpolation == 2) {
         // Tricubic's border piles the clipped taps of every point outside onto the edge voxels:
         // sums of up to 10^5 terms of either sign, whose rounding (in another order than the
         // reference's) 64 ulps of the largest element does not bound; 64 ulps of each
         // element's sum of |terms| does (thetaGrad's bound below).
-        Array5 magnitude, unused;
-        ReferenceBackwardMagnitudes(grad, input, grid, o, &magnitude, &unused);
         for (int64_t i = 0; i < input_grad.Count(); ++i)
-            EXPECT_NEAR(input_grad.values[i], input_grad_reference.values[i], 64 * 0x1p-52 * magnitude.values[i] + 1e-300)
+            EXPECT_NEAR(input_grad.values[i], input_grad_reference.values[i],
+                        64 * 0x1p-52 * magnitudes.input_grad.values[i] + 1e-300)
                 << "inputGrad[" << i << "]";
     } else {
         EXPECT_EQ(CompareArrays(input_grad, input_grad_reference, ACL_DOUBLE), "") << "inputGrad";

@@ -158,7 +158,7 @@ def _run(lib, api, get_workspace_size, launch, arguments):
     return size.value
 
 
-TRICUBIC = 2  # the interpolation code that only the gs3d extension calls take
+TRICUBIC = _arguments.INTERPOLATION_CODES["bicubic"]  # the code that only the gs3d extension calls take
 
 
 def _sampler_api(interpolation, backward=False):

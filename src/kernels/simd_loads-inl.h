@@ -108,8 +108,8 @@ HWY_INLINE void StoreElement(ComputeType<T> v, T* p) {
 
 // The grid values (x, y, z) of a block's `count` points into coord[axis][i], in the compute
 // type; lanes up to `padded` get 0. point(i): point i's first value; cs: the values' stride.
-template <typename S, typename PointAt>
-HWY_INLINE void LoadGridValues(PointAt point, int64_t cs, int count, int padded, S (*HWY_RESTRICT coord)[kBlock]) {
+template <typename S, size_t kWidth, typename PointAt>
+HWY_INLINE void LoadGridValues(PointAt point, int64_t cs, int count, int padded, S (*HWY_RESTRICT coord)[kWidth]) {
     for (int i = 0; i < count; ++i) {
         const auto* p = point(i);
         for (int axis = 0; axis < 3; ++axis) coord[axis][i] = LoadElement(p + axis * cs);
@@ -119,10 +119,11 @@ HWY_INLINE void LoadGridValues(PointAt point, int64_t cs, int count, int padded,
 
 // The grid values of `count` consecutive points of a row (point i's first value at
 // first + i * gs, the values cs apart) into coord[axis][i]; lanes up to `padded` get 0. A
-// packed row (x, y, z, x, y, z, ...) in the compute type is loaded in vectors.
-template <typename T, typename S>
+// packed row (x, y, z, x, y, z, ...) in the compute type is loaded in vectors. kWidth: the
+// block's points (kBlock; tricubic's blocks are smaller).
+template <typename T, typename S, size_t kWidth>
 HWY_INLINE void LoadGridRow(const T* HWY_RESTRICT first, int64_t gs, int64_t cs, int count, int padded,
-                            S (*HWY_RESTRICT coord)[kBlock]) {
+                            S (*HWY_RESTRICT coord)[kWidth]) {
     if constexpr (std::is_same_v<T, S>) {
         if (cs == 1 && gs == 3) {
             const hn::ScalableTag<S> d;

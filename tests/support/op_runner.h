@@ -65,9 +65,9 @@ Array5 NearIdentityGrid(std::mt19937& rng, int64_t n, int64_t d, int64_t h, int6
 double Tolerance(aclDataType type, double expected, double scale);
 
 // Compares two arrays element by element; returns "" or a description of the first mismatches.
-// With `magnitude` (ReferenceBackwardMagnitudes), an element may also be off by 64 ulps of the
-// compute type (fp64, else fp32) of its terms' magnitude: a sum whose terms cancel is exact
-// to that, not to its own size.
+// With `magnitude` (ReferenceBackward's BackwardMagnitudes), an element may also be off by
+// 64 ulps of the compute type (fp64, else fp32) of its terms' magnitude: a sum whose terms
+// cancel is exact to that, not to its own size.
 std::string CompareArrays(const Array5& actual, const Array5& expected, aclDataType type,
                           const Array5* magnitude = nullptr);
 

@@ -162,9 +162,10 @@ Array5 ReferenceForward(const Array5& input, const Array5& grid, const RefOption
 }
 
 void ReferenceBackward(const Array5& grad_output, const Array5& input, const Array5& grid, const RefOptions& options,
-                       Array5* input_grad, Array5* grid_grad) {
+                       Array5* input_grad, Array5* grid_grad, BackwardMagnitudes* magnitudes) {
     *input_grad = Array5(input.dim[0], input.dim[1], input.dim[2], input.dim[3], input.dim[4]);
     *grid_grad = Array5(grid.dim[0], grid.dim[1], grid.dim[2], grid.dim[3], grid.dim[4]);
+    if (magnitudes) *magnitudes = BackwardMagnitudes{*input_grad, *grid_grad};
     for (int64_t n = 0; n < grid.dim[0]; ++n)
         for (int64_t d = 0; d < grid.dim[1]; ++d)
             for (int64_t h = 0; h < grid.dim[2]; ++h)
@@ -172,6 +173,7 @@ void ReferenceBackward(const Array5& grad_output, const Array5& input, const Arr
                     Sample s = MakeSample(input, grid, n, d, h, w, options);
                     const int corners = s.taps;
                     double dindex[3] = {0, 0, 0};  // d(loss)/d(source index) per axis
+                    double dindex_magnitude[3] = {0, 0, 0};  // the sums of its terms' magnitudes
                     for (int64_t c = 0; c < input.dim[1]; ++c) {
                         const double g = grad_output.at(n, c, d, h, w);
                         for (int kz = 0; kz < corners; ++kz)
@@ -185,37 +187,19 @@ void ReferenceBackward(const Array5& grad_output, const Array5& input, const Arr
                                     dindex[0] += v * s.slope[0][kx] * wy * wz;
                                     dindex[1] += v * wx * s.slope[1][ky] * wz;
                                     dindex[2] += v * wx * wy * s.slope[2][kz];
+                                    if (!magnitudes) continue;
+                                    magnitudes->input_grad.at(n, c, z, y, x) += std::fabs(g * wx * wy * wz);
+                                    dindex_magnitude[0] += std::fabs(v * s.slope[0][kx] * wy * wz);
+                                    dindex_magnitude[1] += std::fabs(v * wx * s.slope[1][ky] * wz);
+                                    dindex_magnitude[2] += std::fabs(v * wx * wy * s.slope[2][kz]);
                                 }
                     }
-                    for (int axis = 0; axis < 3; ++axis)
+                    for (int axis = 0; axis < 3; ++axis) {
                         grid_grad->at(n, d, h, w, axis) = dindex[axis] * s.derivative[axis];
-                }
-}
-
-void ReferenceBackwardMagnitudes(const Array5& grad_output, const Array5& input, const Array5& grid,
-                                 const RefOptions& options, Array5* input_grad, Array5* grid_grad) {
-    *input_grad = Array5(input.dim[0], input.dim[1], input.dim[2], input.dim[3], input.dim[4]);
-    *grid_grad = Array5(grid.dim[0], grid.dim[1], grid.dim[2], grid.dim[3], grid.dim[4]);
-    for (int64_t n = 0; n < grid.dim[0]; ++n)
-        for (int64_t d = 0; d < grid.dim[1]; ++d)
-            for (int64_t h = 0; h < grid.dim[2]; ++h)
-                for (int64_t w = 0; w < grid.dim[3]; ++w) {
-                    const Sample s = MakeSample(input, grid, n, d, h, w, options);
-                    for (int64_t c = 0; c < input.dim[1]; ++c)
-                        for (int kz = 0; kz < s.taps; ++kz)
-                            for (int ky = 0; ky < s.taps; ++ky)
-                                for (int kx = 0; kx < s.taps; ++kx) {
-                                    const int64_t x = s.pos[0][kx], y = s.pos[1][ky], z = s.pos[2][kz];
-                                    if (!Inside(input, x, y, z)) continue;
-                                    const double g = std::fabs(grad_output.at(n, c, d, h, w));
-                                    const double wx = std::fabs(s.weight[0][kx]), wy = std::fabs(s.weight[1][ky]),
-                                                 wz = std::fabs(s.weight[2][kz]);
-                                    input_grad->at(n, c, z, y, x) += g * wx * wy * wz;
-                                    const double v = std::fabs(input.at(n, c, z, y, x)) * g;
-                                    grid_grad->at(n, d, h, w, 0) += v * std::fabs(s.slope[0][kx] * s.derivative[0]) * wy * wz;
-                                    grid_grad->at(n, d, h, w, 1) += v * wx * std::fabs(s.slope[1][ky] * s.derivative[1]) * wz;
-                                    grid_grad->at(n, d, h, w, 2) += v * wx * wy * std::fabs(s.slope[2][kz] * s.derivative[2]);
-                                }
+                        if (magnitudes)
+                            magnitudes->grid_grad.at(n, d, h, w, axis) =
+                                dindex_magnitude[axis] * std::fabs(s.derivative[axis]);
+                    }
                 }
 }
 

@@ -43,15 +43,17 @@ AxisIndex ReferenceSourceIndex(double g, int64_t size, const RefOptions& options
 // input (N, C, D, H, W), grid (N, Do, Ho, Wo, 3) -> out (N, C, Do, Ho, Wo).
 Array5 ReferenceForward(const Array5& input, const Array5& grid, const RefOptions& options);
 
-// Gradients of sum(grad_output * forward(input, grid)).
-void ReferenceBackward(const Array5& grad_output, const Array5& input, const Array5& grid, const RefOptions& options,
-                       Array5* input_grad, Array5* grid_grad);
-
 // Per element of inputGrad and gridGrad, the sum of its terms' magnitudes (|gradOutput x
-// weights|, |input x gradOutput x slope x weights| x d(index)/d(grid)): the scale of its
+// weights|, |input x gradOutput x slope x weights| x |d(index)/d(grid)|): the scale of its
 // rounding error where many terms of either sign meet (tricubic's border voxels, or its
 // weight gradients, which sum to 0 on an input constant along an axis).
-void ReferenceBackwardMagnitudes(const Array5& grad_output, const Array5& input, const Array5& grid,
-                                 const RefOptions& options, Array5* input_grad, Array5* grid_grad);
+struct BackwardMagnitudes {
+    Array5 input_grad, grid_grad;
+};
+
+// Gradients of sum(grad_output * forward(input, grid)); with `magnitudes`, their terms'
+// magnitudes too.
+void ReferenceBackward(const Array5& grad_output, const Array5& input, const Array5& grid, const RefOptions& options,
+                       Array5* input_grad, Array5* grid_grad, BackwardMagnitudes* magnitudes = nullptr);
 
 }  // namespace gs3d_test

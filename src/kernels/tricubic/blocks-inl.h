@@ -30,6 +30,8 @@
 
 #include "kernels/element_types.h"
 #include "kernels/grid_sampler3d_kernels.h"
+#include "kernels/simd_cells-inl.h"
+#include "kernels/simd_loads-inl.h"
 #include "kernels/tricubic/taps.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -60,14 +62,6 @@ struct CubicBlock {
         return inside[p] ? first_index[axis][p] + tap : index[axis][tap][p];
     }
 };
-
-// x's unnormalization, in vectors: Unnormalize's operations (coordinates.h).
-template <class D, class V>
-HWY_INLINE V UnnormalizeVector(D d, V coord, int64_t size, bool align_corners) {
-    const V one = hn::Set(d, 1), two = hn::Set(d, 2);
-    if (align_corners) return hn::Mul(hn::Div(hn::Add(coord, one), two), hn::Set(d, static_cast<hn::TFromD<D>>(size - 1)));
-    return hn::Div(hn::Sub(hn::Mul(hn::Add(coord, one), hn::Set(d, static_cast<hn::TFromD<D>>(size))), one), two);
-}
 
 // The weights of the four taps (w) and, with kGrads, minus their derivatives (g), PyTorch's
 // get_cubic_upsample_coefficients and get_cubic_coefficients_grad, on a vector of fractions t.
@@ -107,18 +101,13 @@ HWY_INLINE void CubicPhase1(const T* g, int64_t point_stride, int64_t coord_stri
     const int lanes = static_cast<int>(hn::Lanes(d));
     const int64_t sizes[3] = {in.size[4], in.size[3], in.size[2]};
     alignas(64) S coord[3][kCubicBlock];
-    if (std::is_same_v<T, S> && count == kCubicBlock && point_stride == 3 && coord_stride == 1) {
-        for (int p = 0; p < kCubicBlock; p += lanes) {  // a dense row of (x, y, z) points
-            hn::Vec<decltype(d)> x, y, z;
-            hn::LoadInterleaved3(d, reinterpret_cast<const S*>(g) + 3 * p, x, y, z);
-            hn::Store(x, d, coord[0] + p);
-            hn::Store(y, d, coord[1] + p);
-            hn::Store(z, d, coord[2] + p);
-        }
-    } else {
-        for (int p = 0; p < kCubicBlock; ++p)
-            for (int a = 0; a < 3; ++a) coord[a][p] = p < count ? ToCompute(g[p * point_stride + a * coord_stride]) : S(0);
-    }
+    LoadGridRow(g, point_stride, coord_stride, count, kCubicBlock, coord);
+    // The source indices, unnormalized and not clipped: the zeros mode's (the padding goes to
+    // each tap, PaddedTap).
+    alignas(64) S source[3][kCubicBlock];
+    for (int a = 0; a < 3; ++a)
+        BlockSourceIndicesOf<S, Padding::kZeros, false>(coord[a], kCubicBlock, sizes[a], options.align_corners,
+                                                          source[a], nullptr);
     // Whether every tap is inside, in vectors where the sizes are exact in S and the first taps
     // fit its integers (else below, point by point, exactly in int64).
     const hn::RebindToSigned<decltype(d)> di;
@@ -127,7 +116,7 @@ HWY_INLINE void CubicPhase1(const T* g, int64_t point_stride, int64_t coord_stri
     for (int p = 0; p < kCubicBlock; p += lanes) {
         auto inside = hn::FirstN(d, static_cast<size_t>(std::max(0, count - p)));
         for (int a = 0; a < 3; ++a) {
-            const auto index = UnnormalizeVector(d, hn::Load(d, coord[a] + p), sizes[a], options.align_corners);
+            const auto index = hn::Load(d, source[a] + p);
             const auto floor = hn::Floor(index);
             const auto first = hn::Sub(floor, hn::Set(d, 1));
             hn::Store(first, d, b->first[a] + p);
