@@ -35,24 +35,20 @@ HWY_INLINE bool RowPhasesServe(const Problem<T>& pb) {
 }
 
 // Phase 1 of a channel for the scatter: the amounts added to each corner row's pair,
-// amounts[r][2 i], [2 i + 1], in memory order: corner k's weight * g (PyTorch's product),
-// +0 for corners outside and for the clamped pair's element that is no corner.
+// amounts[r][2 i], [2 i + 1], in memory order: the weight of the corner a slot holds times g
+// (PyTorch's product), +0 for slots that do not count.
 template <typename S>
-HWY_INLINE void PairAmounts(const BlockLanes<S>& lanes_of, int padded, bool all_inside, const int64_t size[3],
-                            const S* HWY_RESTRICT g, S (*HWY_RESTRICT amounts)[2 * kBlock]) {
+HWY_INLINE void PairAmounts(const RowCells<S>& cells, int padded, const S* HWY_RESTRICT g,
+                            S (*HWY_RESTRICT amounts)[2 * kBlock]) {
     const hn::ScalableTag<S> d;
     const int lanes = static_cast<int>(hn::Lanes(d));
-    const auto minus_one = hn::Set(d, S(-1)), last = hn::Set(d, static_cast<S>(size[0] - 1));
     for (int i = 0; i < padded; i += lanes) {
-        const LaneCells<decltype(d)> cell(d, lanes_of, i, size, !all_inside);
+        const LaneCells<decltype(d)> cell(d, cells, i, !cells.all_inside);
         const auto vg = hn::Load(d, g + i);
-        const auto from_first = hn::Eq(cell.floor[0], minus_one), from_second = hn::Eq(cell.floor[0], last);
         for (int r = 0; r < 4; ++r) {
-            auto lo = hn::Mul(cell.Weight(2 * r), vg), hi = hn::Mul(cell.Weight(2 * r + 1), vg);
-            if (!all_inside) lo = hn::IfThenElseZero(cell.Inside(2 * r), lo), hi = hn::IfThenElseZero(cell.Inside(2 * r + 1), hi);
-            // Memory order: x0 = -1 puts corner x0 + 1 first; x0 = W - 1 puts corner x0 second.
-            const auto first = hn::IfThenElse(from_first, hi, hn::IfThenZeroElse(from_second, lo));
-            const auto second = hn::IfThenElse(from_second, lo, hn::IfThenZeroElse(from_first, hi));
+            auto first = hn::Mul(cell.Weight(2 * r), vg), second = hn::Mul(cell.Weight(2 * r + 1), vg);
+            if (!cells.all_inside)
+                first = hn::IfThenElseZero(cell.Ok(2 * r), first), second = hn::IfThenElseZero(cell.Ok(2 * r + 1), second);
             hn::StoreInterleaved2(first, second, d, amounts[r] + 2 * i);
         }
     }
@@ -85,23 +81,21 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
     BlockSourceIndices3<S, true>(coord, padded, a.input.size, a.options, index.axis[0], index.axis[1], index.axis[2],
                                  m[0], m[1], m[2]);
     index.PadFrom(count, padded);
-    HWY_ALIGN CornerRows<S> acc_rows, in_rows;
-    BlockLanes<S> cells;
-    const bool all_inside = acc_rows.Compute(index, count, padded, pb.acc_geometry, &cells);
-    if (kGridGrad && !pb.same_geometry) in_rows.Compute(index, count, padded, pb.in_geometry);
+    HWY_ALIGN RowCells<S> cells;
+    cells.Compute(index, count, padded, pb.acc_geometry);
+    const CornerRows<S>& acc_rows = cells.rows;
+    HWY_ALIGN CornerRows<S> in_rows;
+    if (kGridGrad && !pb.same_geometry) in_rows.Compute(index, padded, pb.in_geometry);
     const CornerRows<S>& value_rows = pb.same_geometry ? acc_rows : in_rows;
     uint8_t own_order[kBlock + 1];
     const uint8_t* order = ScatterOrder(points, own_order);
-    const int64_t size[3] = {pb.in_geometry.size[2], pb.in_geometry.size[1], pb.in_geometry.size[0]};
-    const bool restricted = z_begin > 0 || z_end < size[2];
+    const int64_t depth = pb.in_geometry.size[0];
+    const bool restricted = z_begin > 0 || z_end < depth;
     uint8_t keep[kBlock], owned[kBlock];  // restricted: corner rows r kept (bit r); gridGrad written
-    const S last_plane = static_cast<S>(size[2] - 1);
     if (restricted)
         for (int i = 0; i < count; ++i) {
-            const S planes[2] = {std::min(std::max(cells.floor[2][i], S(0)), last_plane),
-                                 std::min(std::max(cells.floor[2][i] + 1, S(0)), last_plane)};
-            const bool in_slab[2] = {planes[0] >= static_cast<S>(z_begin) && planes[0] < static_cast<S>(z_end),
-                                     planes[1] >= static_cast<S>(z_begin) && planes[1] < static_cast<S>(z_end)};
+            const bool in_slab[2] = {cells.plane[0][i] >= static_cast<S>(z_begin) && cells.plane[0][i] < static_cast<S>(z_end),
+                                     cells.plane[1][i] >= static_cast<S>(z_begin) && cells.plane[1][i] < static_cast<S>(z_end)};
             keep[i] = static_cast<uint8_t>((in_slab[0] ? 3 : 0) | (in_slab[1] ? 12 : 0));
             owned[i] = in_slab[0];
         }
@@ -122,7 +116,7 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
         else
             for (int i = loaded; i < count; ++i) g[i] = LoadElement(gout_c + points.grad_output[i]);
         for (int i = count; i < padded; ++i) g[i] = 0;
-        PairAmounts(cells, padded, all_inside, size, g, amounts);
+        PairAmounts(cells, padded, g, amounts);
 
         // Phase 2: the read-modify-writes and, in the same pass where the input and the
         // accumulator are laid out alike, the input's pairs.
@@ -159,24 +153,28 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
         }
         if constexpr (!kGridGrad) continue;
 
-        // Phase 3.
+        // Phase 3: PyTorch's terms, gix -= tnw_val * (iy_bse - iy) * (iz_bse - iz) * gOut and so
+        // on, each product formed once; along x the slot's sign says whether its corner's term
+        // is subtracted (x0) or added (x0 + 1): gx + (-t) is gx - t bit for bit.
         for (int i = 0; i < padded; i += lanes) {
             hn::Vec<decltype(d)> value[8];
-            const LaneCells<decltype(d)> cell(d, cells, i, size, !all_inside);
-            CornerValues(d, cell.floor[0], size[0], values, i, value);
+            const LaneCells<decltype(d)> cell(d, cells, i, !cells.all_inside);
+            PairValues(d, values, i, value);
             const auto vg = hn::Load(d, g + i);
             auto gx = hn::Load(d, sum[0] + i), gy = hn::Load(d, sum[1] + i), gz = hn::Load(d, sum[2] + i);
             for (int k = 0; k < 8; ++k) {
                 const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
-                // PyTorch: gix -= tnw_val * (iy_bse - iy) * (iz_bse - iz) * gOut, and so on.
-                auto tx = hn::Mul(hn::Mul(hn::Mul(value[k], cell.w[1][ky]), cell.w[2][kz]), vg);
-                auto ty = hn::Mul(hn::Mul(hn::Mul(value[k], cell.w[0][kx]), cell.w[2][kz]), vg);
-                auto tz = hn::Mul(hn::Mul(hn::Mul(value[k], cell.w[0][kx]), cell.w[1][ky]), vg);
-                if (!all_inside) {
-                    const auto inside = cell.Inside(k);
-                    tx = hn::IfThenElseZero(inside, tx), ty = hn::IfThenElseZero(inside, ty), tz = hn::IfThenElseZero(inside, tz);
+                const auto along_x = hn::Mul(value[k], cell.w[0][kx]), along_y = hn::Mul(value[k], cell.w[1][ky]);
+                auto tx = hn::Mul(hn::Mul(along_y, cell.w[2][kz]), vg);
+                auto ty = hn::Mul(hn::Mul(along_x, cell.w[2][kz]), vg);
+                auto tz = hn::Mul(hn::Mul(along_x, cell.w[1][ky]), vg);
+                if (cells.all_inside) {
+                    gx = kx ? hn::Add(gx, tx) : hn::Sub(gx, tx);
+                } else {
+                    const auto ok = cell.Ok(k);
+                    tx = hn::IfThenElseZero(ok, tx), ty = hn::IfThenElseZero(ok, ty), tz = hn::IfThenElseZero(ok, tz);
+                    gx = hn::Add(gx, hn::Mul(hn::Load(d, cells.sign[kx] + i), tx));
                 }
-                gx = kx ? hn::Add(gx, tx) : hn::Sub(gx, tx);
                 gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
                 gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
             }

@@ -61,10 +61,10 @@ HWY_INLINE void RowSourceIndices(const ForwardArgs& args, const T* grid_row, int
 }
 
 // A row segment of up to kBlock bilinear points in row phases, where the input's corners pair
-// up (CornerPairsServe): phase 1 the source indices, each point's cell (BlockLanes) and its
-// four corner-row pairs' offsets; per channel, phase 2 the pairs loaded, phase 3
-// value = 0 + v0 * w0 + ... + v7 * w7 in vector form with the corners outside masked out
-// (PyTorch skips them), rounded once on store: bitwise the gathered corners' sums.
+// up (CornerPairsServe): phase 1 the source indices and each point's cell (RowCells); per
+// channel, phase 2 the pairs loaded, phase 3 value = 0 + v0 * w0 + ... + v7 * w7 in vector
+// form with the corners outside masked out (PyTorch skips them), rounded once on store:
+// bitwise the gathered corners' sums.
 template <typename T, typename S = ComputeType<T>>
 HWY_NOINLINE void RowPhasesForwardBlock(const ForwardArgs& args, const T* in_n, const T* grid_row, T* out_row,
                                         int64_t w_begin, int count, const TrilinearGeometry& geometry) {
@@ -75,23 +75,21 @@ HWY_NOINLINE void RowPhasesForwardBlock(const ForwardArgs& args, const T* in_n, 
     BlockIndices<S> index;
     RowSourceIndices<T>(args, grid_row, w_begin, count, index.axis);
     index.PadFrom(count, padded);
-    HWY_ALIGN CornerRows<S> rows;
-    BlockLanes<S> cells;
-    const bool all_inside = rows.Compute(index, count, padded, geometry, &cells);
+    HWY_ALIGN RowCells<S> cells;
+    cells.Compute(index, count, padded, geometry);
     HWY_ALIGN S pairs[4][2 * kBlock];
-    const int64_t size[3] = {geometry.size[2], geometry.size[1], geometry.size[0]};
     const int64_t out_ws = args.out.stride[4];
     for (int64_t c = 0; c < in.size[1]; ++c) {
-        LoadCornerPairs(in_n + c * in.stride[1], rows, count, padded, pairs);
+        LoadCornerPairs(in_n + c * in.stride[1], cells.rows, count, padded, pairs);
         T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
         for (int i = 0; i < padded; i += lanes) {
             hn::Vec<decltype(d)> value[8];
-            const LaneCells<decltype(d)> cell(d, cells, i, size, !all_inside);
-            CornerValues(d, cell.floor[0], size[0], pairs, i, value);
+            const LaneCells<decltype(d)> cell(d, cells, i, !cells.all_inside);
+            PairValues(d, pairs, i, value);
             auto sum = hn::Zero(d);
             for (int k = 0; k < 8; ++k) {
                 auto term = hn::Mul(value[k], cell.Weight(k));
-                if (!all_inside) term = hn::IfThenElseZero(cell.Inside(k), term);
+                if (!cells.all_inside) term = hn::IfThenElseZero(cell.Ok(k), term);
                 sum = hn::Add(sum, term);
             }
             StoreRowLanes(d, sum, out_c, i, count, out_ws);
