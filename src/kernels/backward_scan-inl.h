@@ -36,11 +36,13 @@ namespace {  // internal to each element type's kernels_*.cpp
 // that lie in its slab: each element then sums its contributions in that order, as one
 // thread would, bitwise, however the volume is cut. The cut thus follows the
 // thread count (and the batch), and needs no keys and no sort:
-// - pass 1, threads split the grid rows: each row's range of planes (RowPlanes), and for
-//   nearest gridGrad (0) in grid order;
+// - pass 1, threads split a sample of the grid rows (kSampledRows): each one's range of
+//   planes (RowPlanes);
 // - the choice, from the shapes and the grid alone (never the thread count, so that the
 //   result is the same for any): scan for nearest and for bilinear with one channel, when the
-//   rows' plane ranges average at most half of D; else the sorted slabs (SlabBackward);
+//   sampled rows' plane ranges average at most half of D; else the sorted slabs
+//   (SlabBackward); for nearest, gridGrad (0) in grid order; where the volume is cut into
+//   slabs, every row's range;
 // - pass 2, one task per slab (threads / gcd(threads, batch) slabs per batch item, and no
 //   thinner than a row's average range): every row whose range meets the slab, its planes
 //   zeroed just before the first row that reaches them, in blocks: nearest, the
@@ -191,16 +193,27 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     // faster); the thin sorted slabs keep it small.
     if (I == Interpolation::kBilinear && pb.channels > 1) return false;
 
-    int64_t spans = 0, spanning_rows = 0;  // sum of the rows' ranges (planes), rows with one
+    // The choice, and the slabs' thickness, from the ranges of a sample of the rows: every
+    // `sample`-th, fixed by the shapes alone (so the same for any thread count). Reading
+    // every row's grid here would stream the whole grid from memory once more.
+    const int64_t total_rows = pb.batch * rows;
+    const int64_t sample = std::max<int64_t>(1, total_rows / kSampledRows);
+    int64_t spans = 0, spanning_rows = 0;  // sum of the sampled rows' ranges (planes), rows with one
 #pragma omp parallel for schedule(static) reduction(+ : spans, spanning_rows)
-    for (int64_t task = 0; task < pb.batch * rows; ++task) {
-        const int64_t n = task / rows, row = task % rows, d = row / pb.out_h, h = row % pb.out_h;
-        RowPlanes<T, I>(pb, n, d, h, &ws.row_lowest[task], &ws.row_highest[task]);
+    for (int64_t task = 0; task < total_rows; task += sample) {
+        const int64_t n = task / rows, row = task % rows;
+        RowPlanes<T, I>(pb, n, row / pb.out_h, row % pb.out_h, &ws.row_lowest[task], &ws.row_highest[task]);
         if (ws.row_lowest[task] <= ws.row_highest[task]) {
             spans += ws.row_highest[task] - ws.row_lowest[task] + 1;
             ++spanning_rows;
         }
-        if constexpr (I == Interpolation::kNearest && kGridGrad) {  // piecewise constant: zeros
+    }
+    const int64_t average_span = spanning_rows ? (spans + spanning_rows - 1) / spanning_rows : 1;
+    if (2 * average_span > depth && depth > 4 && !a.scan_any_span) return false;
+    if constexpr (I == Interpolation::kNearest && kGridGrad) {  // piecewise constant: zeros
+#pragma omp parallel for schedule(static)
+        for (int64_t task = 0; task < total_rows; ++task) {
+            const int64_t n = task / rows, row = task % rows, d = row / pb.out_h, h = row % pb.out_h;
             const View5& gg = a.grid_grad;
             if (gg.stride[4] == 1 && gg.stride[3] == 3 && pb.out_w > 0)  // a packed row: one fill
                 std::fill_n(pb.GridGradPoint(n, d, h, 0), 3 * pb.out_w, FromCompute<T>(S(0)));
@@ -208,8 +221,6 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                 for (int64_t w = 0; w < pb.out_w; ++w) pb.WriteGridGrad(n, d, h, w, 0, 0, 0);
         }
     }
-    const int64_t average_span = spanning_rows ? (spans + spanning_rows - 1) / spanning_rows : 1;
-    if (2 * average_span > depth && depth > 4 && !a.scan_any_span) return false;
 
     // Tasks: batch x slab_count, a multiple of the threads with as few slabs per item as that
     // allows (a batch of two on two threads: one slab, the whole volume, per task), unless the
@@ -221,6 +232,19 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
     const int64_t slab_count = std::max<int64_t>(1, std::min(per_item, depth / std::max<int64_t>(1, average_span)));
     const int64_t slab_depth = (depth + slab_count - 1) / slab_count;
     const int64_t slabs = (depth + slab_depth - 1) / slab_depth;
+    // Every row's range: all of them before the tasks where the volume is cut (a task visits
+    // only the rows that meet its slab). With one slab per item, bilinear needs none (every
+    // row is the task's, and the accumulator is zeroed whole first, which costs less than
+    // reading every row's grid values once more: their first reads from memory stall); nearest
+    // takes each just before its row is scanned, to zero the planes just in time.
+    const bool ranges_first = slabs > 1, whole_items = slabs == 1 && I == Interpolation::kBilinear;
+    if (ranges_first) {
+#pragma omp parallel for schedule(static)
+        for (int64_t task = 0; task < total_rows; ++task) {
+            const int64_t n = task / rows, row = task % rows;
+            RowPlanes<T, I>(pb, n, row / pb.out_h, row % pb.out_h, &ws.row_lowest[task], &ws.row_highest[task]);
+        }
+    }
     const hn::ScalableTag<S> dv;
     const int lanes = static_cast<int>(hn::Lanes(dv));
 #pragma omp parallel for schedule(dynamic, 1)
@@ -237,6 +261,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         // are zeroed at the end. Nearest gains 10-20%; bilinear, whose bands come back to
         // every plane, neither gains nor loses.
         int64_t zeroed_end = z_begin;  // planes [z_begin, zeroed_end) are zeroed
+        if (whole_items) pb.ZeroAccumulatorPlanes(n, 0, zeroed_end = depth);
         // Nearest: the points kept, gathered over blocks and rows, then scattered channel by
         // channel (with many channels, a block's worth of points per channel would visit
         // every channel's volume between two blocks).
@@ -276,18 +301,22 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         PointBlock points;
         BlockChunk<T, kGridGrad, /*kUnitChannels=*/false> chunked(pb, n);
         const bool row_phases = I == Interpolation::kBilinear && RowPhasesServe(pb);
-        // Bilinear: in bands (row_order.h), thin ones, as the task's slab is thick (4 rows
-        // beat 16, and plane after plane by a sixth). Nearest, one voxel per point, gained
-        // nothing from bands: plane after plane.
-        const int64_t band = I == Interpolation::kBilinear
+        // Bilinear where the volume is cut: in bands (row_order.h), thin ones, as the task's
+        // slab is thick (4 rows beat 16, and plane after plane by a sixth). A whole item,
+        // and nearest (one voxel per point, which gained nothing from bands): plane after
+        // plane, the grid, gradOutput and gridGrad then read and written as streams.
+        const int64_t band = I == Interpolation::kBilinear && !whole_items
                                  ? BandRows(a.input.size[4] * static_cast<int64_t>(sizeof(S)), kScanBandBytes)
                                  : pb.out_h;
         for (BandedRows row(pb.out_d, pb.out_h, band); !row.Done(); row.Next()) {
             const int64_t d = row.d, h = row.h;
             const int64_t r = n * rows + d * pb.out_h + h;
-            if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)
-                continue;
-            if (ws.row_highest[r] >= zeroed_end) {
+            if (!whole_items) {
+                if (!ranges_first) RowPlanes<T, I>(pb, n, d, h, &ws.row_lowest[r], &ws.row_highest[r]);
+                if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)
+                    continue;
+            }
+            if (!whole_items && ws.row_highest[r] >= zeroed_end) {
                 const int64_t upto = std::min<int64_t>(z_end, ws.row_highest[r] + 1);
                 pb.ZeroAccumulatorPlanes(n, zeroed_end, upto);
                 zeroed_end = upto;
@@ -307,7 +336,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                     chunked.Add();
                     points.count = 0;
                 };
-                if (ws.row_lowest[r] < z_begin || ws.row_highest[r] >= z_end) {  // the row meets other slabs
+                if (!whole_items && (ws.row_lowest[r] < z_begin || ws.row_highest[r] >= z_end)) {  // the row meets other slabs
                     points.count = 0;
                     AppendSlabPoints<T>(pb, n, d, h, offsets, z_begin, z_end, points, run_block);
                     if (points.count) run_block();

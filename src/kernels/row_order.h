@@ -32,6 +32,10 @@ inline int64_t BandRows(int64_t row_bytes, int64_t band_bytes) {
 constexpr int64_t kScanBandBytes = 2 << 10;
 constexpr int64_t kSortedBandBytes = 16 << 10;
 
+// The rows whose ranges choose between the scan and the sorted slabs (ScanBackward): about
+// this many, evenly spaced.
+constexpr int64_t kSampledRows = 1024;
+
 // The grid rows of a batch item in band order: the bands of `band` rows along H one after
 // another, each band plane after plane (d), its rows in order (h). A cursor, advanced by
 // increments, for a plain loop:

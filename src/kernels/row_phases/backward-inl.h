@@ -82,7 +82,7 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
                                  m[0], m[1], m[2]);
     index.PadFrom(count, padded);
     HWY_ALIGN RowCells<S> cells;
-    cells.Compute(index, count, padded, pb.acc_geometry);
+    cells.template Compute<true>(index, count, padded, pb.acc_geometry);
     const CornerRows<S>& acc_rows = cells.rows;
     HWY_ALIGN CornerRows<S> in_rows;
     if (kGridGrad && !pb.same_geometry) in_rows.Compute(index, padded, pb.in_geometry);
@@ -129,7 +129,7 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
             for (int j = 0; j < count; ++j) {
                 const int i = order[j];
                 for (int r = 0; r < 4; ++r) {
-                    const auto offset = acc_rows.row[r][i];
+                    const auto offset = acc_rows.Row(r, i);
                     S* to = acc_c + offset;
                     if constexpr (decltype(restrict_rows)::value) to = (keep[i] >> r & 1) ? to : scratch;
                     if constexpr (decltype(load_values)::value) std::memcpy(values[r] + 2 * i, in_c + offset, 2 * sizeof(S));
@@ -154,8 +154,8 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
         if constexpr (!kGridGrad) continue;
 
         // Phase 3: PyTorch's terms, gix -= tnw_val * (iy_bse - iy) * (iz_bse - iz) * gOut and so
-        // on, each product formed once; along x the slot's sign says whether its corner's term
-        // is subtracted (x0) or added (x0 + 1): gx + (-t) is gx - t bit for bit.
+        // on, each product formed once; along the slotted axes (x, y) the slot's sign says
+        // whether its corner's term is subtracted or added: gx + (-t) is gx - t bit for bit.
         for (int i = 0; i < padded; i += lanes) {
             hn::Vec<decltype(d)> value[8];
             const LaneCells<decltype(d)> cell(d, cells, i, !cells.all_inside);
@@ -168,14 +168,15 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
                 auto tx = hn::Mul(hn::Mul(along_y, cell.w[2][kz]), vg);
                 auto ty = hn::Mul(hn::Mul(along_x, cell.w[2][kz]), vg);
                 auto tz = hn::Mul(hn::Mul(along_x, cell.w[1][ky]), vg);
-                if (cells.all_inside) {
+                if (cells.all_inside) {  // every slot holds its own corner
                     gx = kx ? hn::Add(gx, tx) : hn::Sub(gx, tx);
+                    gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
                 } else {
                     const auto ok = cell.Ok(k);
                     tx = hn::IfThenElseZero(ok, tx), ty = hn::IfThenElseZero(ok, ty), tz = hn::IfThenElseZero(ok, tz);
-                    gx = hn::Add(gx, hn::Mul(hn::Load(d, cells.sign[kx] + i), tx));
+                    gx = hn::Add(gx, hn::Mul(hn::Load(d, cells.sign[0][kx] + i), tx));
+                    gy = hn::Add(gy, hn::Mul(hn::Load(d, cells.sign[1][ky] + i), ty));
                 }
-                gy = ky ? hn::Add(gy, ty) : hn::Sub(gy, ty);
                 gz = kz ? hn::Add(gz, tz) : hn::Sub(gz, tz);
             }
             hn::Store(gx, d, sum[0] + i), hn::Store(gy, d, sum[1] + i), hn::Store(gz, d, sum[2] + i);

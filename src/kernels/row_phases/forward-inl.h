@@ -76,7 +76,7 @@ HWY_NOINLINE void RowPhasesForwardBlock(const ForwardArgs& args, const T* in_n, 
     RowSourceIndices<T>(args, grid_row, w_begin, count, index.axis);
     index.PadFrom(count, padded);
     HWY_ALIGN RowCells<S> cells;
-    cells.Compute(index, count, padded, geometry);
+    cells.template Compute<false>(index, count, padded, geometry);
     HWY_ALIGN S pairs[4][2 * kBlock];
     const int64_t out_ws = args.out.stride[4];
     for (int64_t c = 0; c < in.size[1]; ++c) {

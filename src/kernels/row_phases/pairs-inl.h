@@ -10,14 +10,18 @@
 //            or the grid gradient from phase 1's weights, in PyTorch's order.
 // Phase 1 does the cell arithmetic once; phase 3 only loads it.
 //
-// Clamping: along y and z each corner's index is clamped into [0, size) on its own; along x
-// the pair starts at c = clamp(x0, 0, W - 2) (W >= 2), and its two slots stand for the
-// corners: slot c holds corner x0 (or x0 + 1 where x0 = -1), slot c + 1 corner x0 + 1 (or x0
-// where x0 = W - 1), each with that corner's weight. A slot or corner outside the volume
-// reads (or, backward, is given +0 at) some element inside: its terms are masked as PyTorch
-// skips them, and adding +0 leaves every element bitwise as it was (an accumulator that
-// starts at +0 never holds -0). The corners inside keep PyTorch's weights and order, so
-// results are bitwise those of gathering the corners.
+// Slots: along x, and along y where H >= 2, a point's two corners (i0, i0 + 1) are read
+// from two slots (c, c + 1), c = clamp(i0, 0, size - 2): slot c holds corner i0 (or i0 + 1
+// where i0 = -1), slot c + 1 corner i0 + 1 (or i0 where i0 = size - 1), each with that
+// corner's weight. So the four corner rows of a z plane lie at base and base + the H
+// stride, and a
+// point needs two offsets, one per z corner. Along z (the backward's threads cut the volume
+// into slabs of planes, and a slot may lie in no corner's plane) and along y where H = 1,
+// each corner's index is clamped into [0, size) on its own. A slot or corner outside the
+// volume reads (or, backward, is given +0 at) some element inside: its terms are masked as
+// PyTorch skips them, and adding +0 leaves every element bitwise as it was (an accumulator
+// that starts at +0 never holds -0). The corners inside keep PyTorch's weights and order,
+// so results are bitwise those of gathering the corners.
 //
 // Compiled into each SIMD target: included after foreach_target.h; Highway's per-target
 // include guard.
@@ -64,25 +68,44 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> IndexToOffset(D d, hn::Vec<D> v) {
 
 // One axis of a vector of points' cells, bit for bit as BlockCells: the floor (FloorIndex: -2
 // for NaN, inf and far outside), PyTorch's weights of corners floor and floor + 1, and which
-// of the two lie in [0, size).
+// of the two lie in [0, size); then the two slots (Slots) or corners that stand for them.
 template <class D>
 struct AxisCell {
     using V = hn::Vec<D>;
+    using M = hn::Mask<D>;
     using S = hn::TFromD<D>;
     V floor, w[2];
-    hn::Mask<D> in[2];
+    M in[2];
+    // What phase 3 and the offsets need, per slot (or corner) k: its index, clamped into
+    // the volume; its weight; whether it counts; the sign of its term in d(weight)/d(index)
+    // (-1 for corner floor, +1 for floor + 1).
+    V index[2], weight[2], sign[2];
+    M ok[2];
 
-    HWY_INLINE AxisCell(D d, V i, int64_t size) {
-        const V one = hn::Set(d, S(1)), minus_one = hn::Set(d, S(-1)), extent = hn::Set(d, static_cast<S>(size));
+    HWY_INLINE AxisCell(D d, V i, int64_t size, bool slots) {
+        const V one = hn::Set(d, S(1)), minus_one = hn::Set(d, S(-1)), zero = hn::Zero(d);
+        const V extent = hn::Set(d, static_cast<S>(size)), last = hn::Set(d, static_cast<S>(size - 1));
         floor = hn::IfThenElse(hn::And(hn::Ge(i, minus_one), hn::Le(i, extent)), hn::Floor(i), hn::Set(d, S(-2)));
         w[0] = hn::Sub(hn::Add(floor, one), i), w[1] = hn::Sub(i, floor);
-        in[0] = hn::And(hn::Ge(floor, hn::Zero(d)), hn::Lt(floor, extent));
-        in[1] = hn::And(hn::Ge(floor, minus_one), hn::Lt(floor, hn::Set(d, static_cast<S>(size - 1))));
-    }
-    // Corner k's index clamped into [0, size).
-    HWY_INLINE V Clamped(D d, int k, int64_t size) const {
-        const V c = k ? hn::Add(floor, hn::Set(d, S(1))) : floor;
-        return hn::Min(hn::Max(c, hn::Zero(d)), hn::Set(d, static_cast<S>(size - 1)));
+        in[0] = hn::And(hn::Ge(floor, zero), hn::Lt(floor, extent));
+        in[1] = hn::And(hn::Ge(floor, minus_one), hn::Lt(floor, last));
+        if (slots) {  // size >= 2
+            index[0] = hn::Min(hn::Max(floor, zero), hn::Set(d, static_cast<S>(size - 2)));
+            index[1] = hn::Add(index[0], one);
+            // floor = -1: slot c holds corner floor + 1 and slot c + 1 none; floor = size - 1:
+            // slot c none and slot c + 1 corner floor. So slot c counts where corner floor + 1
+            // is inside, slot c + 1 where corner floor is.
+            const M from_first = hn::Eq(floor, minus_one), from_second = hn::Eq(floor, last);
+            weight[0] = hn::IfThenElse(from_first, w[1], w[0]), weight[1] = hn::IfThenElse(from_second, w[0], w[1]);
+            sign[0] = hn::IfThenElse(from_first, one, minus_one), sign[1] = hn::IfThenElse(from_second, minus_one, one);
+            ok[0] = in[1], ok[1] = in[0];
+        } else {
+            index[0] = hn::Min(hn::Max(floor, zero), last);
+            index[1] = hn::Min(hn::Max(hn::Add(floor, one), zero), last);
+            weight[0] = w[0], weight[1] = w[1];
+            sign[0] = minus_one, sign[1] = one;
+            ok[0] = in[0], ok[1] = in[1];
+        }
     }
 };
 
@@ -101,35 +124,42 @@ struct BlockIndices {
     }
 };
 
+// The three axes' cells of a vector of points in a volume of the geometry: x and (H >= 2) y
+// in slots, z in corners.
+template <class D>
+struct PointCells {
+    AxisCell<D> axis[3];
+    HWY_INLINE PointCells(D d, const hn::Vec<D> i[3], const TrilinearGeometry& g)
+        : axis{{d, i[0], g.size[2], true}, {d, i[1], g.size[1], g.size[1] >= 2}, {d, i[2], g.size[0], false}} {}
+};
+
 // Each corner row's pair offset in a volume: row r (y = r & 1, z = r >> 1, PyTorch's corner
-// order over pairs) of point i starts at row[r][i].
+// order over pairs) of point i starts at Row(r, i).
 template <typename S>
 struct CornerRows {
     using Offset = hwy::MakeSigned<S>;
-    HWY_ALIGN Offset row[4][kBlock];
+    HWY_ALIGN Offset base[2][kBlock];  // z corner k's row of y slot 0
+    int64_t y_step = 0;                // from y slot 0 to y slot 1
 
-    // Lanes i .. from the axes' cells, for a volume of the geometry (W stride 1): in int32
-    // lanes for fp32 (CornerPairsServe checks OffsetsFit), in exact doubles for fp64 (offsets
-    // below 2^51).
+    HWY_INLINE int64_t Row(int r, int i) const { return base[r >> 1][i] + (r & 1) * y_step; }
+
+    // Lanes i .. from the cells, for a volume of the geometry (W stride 1): in int32 lanes for
+    // fp32 (CornerPairsServe checks OffsetsFit), in exact doubles for fp64 (offsets below 2^51).
     template <class D>
-    HWY_INLINE void Store(D d, const AxisCell<D> axis[3], const TrilinearGeometry& g, int i) {
+    HWY_INLINE void Store(D d, const PointCells<D>& cells, const TrilinearGeometry& g, int i) {
         using S2 = hn::TFromD<D>;
         const hn::RebindToSigned<D> di;
-        const auto x = hn::Min(hn::Max(axis[0].floor, hn::Zero(d)), hn::Set(d, static_cast<S2>(g.size[2] - 2)));
-        const hn::Vec<D> y[2] = {axis[1].Clamped(d, 0, g.size[1]), axis[1].Clamped(d, 1, g.size[1])};
-        const hn::Vec<D> z[2] = {axis[2].Clamped(d, 0, g.size[0]), axis[2].Clamped(d, 1, g.size[0])};
+        const AxisCell<D>*a = cells.axis;
+        y_step = (g.size[1] >= 2) * g.stride[1];
         if constexpr (sizeof(S2) == 4) {
-            const auto sz = hn::Set(di, static_cast<Offset>(g.stride[0])), sy = hn::Set(di, static_cast<Offset>(g.stride[1]));
-            const auto xi = IndexToOffset(d, x);
-            const decltype(xi) yx[2] = {hn::Add(hn::Mul(IndexToOffset(d, y[0]), sy), xi),
-                                        hn::Add(hn::Mul(IndexToOffset(d, y[1]), sy), xi)};
-            const decltype(xi) zs[2] = {hn::Mul(IndexToOffset(d, z[0]), sz), hn::Mul(IndexToOffset(d, z[1]), sz)};
-            for (int r = 0; r < 4; ++r) hn::Store(hn::Add(zs[r >> 1], yx[r & 1]), di, row[r] + i);
+            const auto yx = hn::Add(hn::Mul(IndexToOffset(d, a[1].index[0]), hn::Set(di, static_cast<Offset>(g.stride[1]))),
+                                    IndexToOffset(d, a[0].index[0]));
+            const auto sz = hn::Set(di, static_cast<Offset>(g.stride[0]));
+            for (int k = 0; k < 2; ++k) hn::Store(hn::Add(hn::Mul(IndexToOffset(d, a[2].index[k]), sz), yx), di, base[k] + i);
         } else {
-            const auto sz = hn::Set(d, static_cast<S2>(g.stride[0])), sy = hn::Set(d, static_cast<S2>(g.stride[1]));
-            const hn::Vec<D> yx[2] = {hn::Add(hn::Mul(y[0], sy), x), hn::Add(hn::Mul(y[1], sy), x)};
-            const hn::Vec<D> zs[2] = {hn::Mul(z[0], sz), hn::Mul(z[1], sz)};
-            for (int r = 0; r < 4; ++r) hn::Store(IndexToOffset(d, hn::Add(zs[r >> 1], yx[r & 1])), di, row[r] + i);
+            const auto yx = hn::Add(hn::Mul(a[1].index[0], hn::Set(d, static_cast<S2>(g.stride[1]))), a[0].index[0]);
+            const auto sz = hn::Set(d, static_cast<S2>(g.stride[0]));
+            for (int k = 0; k < 2; ++k) hn::Store(IndexToOffset(d, hn::Add(hn::Mul(a[2].index[k], sz), yx)), di, base[k] + i);
         }
     }
     // Every lane of a block, for a second volume's geometry.
@@ -139,58 +169,47 @@ struct CornerRows {
         for (int i = 0; i < padded; i += static_cast<int>(hn::Lanes(d))) {
             hn::Vec<D> v[3];
             index.Load(d, i, v);
-            const AxisCell<D> axis[3] = {{d, v[0], g.size[2]}, {d, v[1], g.size[1]}, {d, v[2], g.size[0]}};
-            Store(d, axis, g, i);
+            Store(d, PointCells<D>(d, v, g), g, i);
         }
     }
 };
 
-// Phase 1's cells of a block's points, for phase 3 to load: per axis and slot (x) or corner
-// (y, z) the weight and whether it counts (a mask as a vector); along x also the sign of the
-// slot's corner in d(weight)/dx (-1 for corner x0, +1 for x0 + 1); the corner rows' offsets;
-// and the planes of the two z corners, clamped (for the backward's slab cuts).
+// Phase 1's cells of a block's points, for phase 3 to load: per axis and slot (or corner) the
+// weight, whether it counts (a mask as a vector) and its sign in d(weight)/d(index); the
+// corner rows' offsets; and the planes of the two z corners (for the backward's slab cuts).
 template <typename S>
 struct RowCells {
     HWY_ALIGN S w[3][2][kBlock];
     HWY_ALIGN S ok[3][2][kBlock];
-    HWY_ALIGN S sign[2][kBlock];
+    HWY_ALIGN S sign[3][2][kBlock];
     HWY_ALIGN S plane[2][kBlock];
     CornerRows<S> rows;
     bool all_inside = true;  // every corner of the block's `count` points is inside
 
-    // From `padded` points' source indices, for a volume of the geometry.
+    // From `padded` points' source indices, for a volume of the geometry; the signs and planes
+    // for the backward only.
+    template <bool kBackward>
     HWY_INLINE void Compute(const BlockIndices<S>& index, int count, int padded, const TrilinearGeometry& g) {
         using D = hn::ScalableTag<S>;
         const D d;
         const int lanes = static_cast<int>(hn::Lanes(d));
-        const auto one = hn::Set(d, S(1)), minus_one = hn::Set(d, S(-1)), last_x = hn::Set(d, static_cast<S>(g.size[2] - 1));
         bool all = true;
         for (int i = 0; i < padded; i += lanes) {
             hn::Vec<D> v[3];
             index.Load(d, i, v);
-            const AxisCell<D> axis[3] = {{d, v[0], g.size[2]}, {d, v[1], g.size[1]}, {d, v[2], g.size[0]}};
-            const auto& x = axis[0];
-            const auto every = hn::And(hn::And(hn::And(x.in[0], x.in[1]), hn::And(axis[1].in[0], axis[1].in[1])),
-                                       hn::And(axis[2].in[0], axis[2].in[1]));
+            const PointCells<D> cells(d, v, g);
+            const AxisCell<D>* a = cells.axis;
+            const auto every = hn::And(hn::And(hn::And(a[0].in[0], a[0].in[1]), hn::And(a[1].in[0], a[1].in[1])),
+                                       hn::And(a[2].in[0], a[2].in[1]));
             all = all && hn::AllTrue(d, hn::Or(hn::Not(hn::FirstN(d, static_cast<size_t>(count > i ? count - i : 0))), every));
-            // x0 = -1: slot c holds corner x0 + 1 and slot c + 1 none; x0 = W - 1: slot c none
-            // and slot c + 1 corner x0. So slot c counts where corner x0 + 1 is inside, slot
-            // c + 1 where corner x0 is.
-            const auto from_first = hn::Eq(x.floor, minus_one), from_second = hn::Eq(x.floor, last_x);
-            hn::Store(hn::IfThenElse(from_first, x.w[1], x.w[0]), d, w[0][0] + i);
-            hn::Store(hn::IfThenElse(from_second, x.w[0], x.w[1]), d, w[0][1] + i);
-            hn::Store(hn::IfThenElse(from_first, one, minus_one), d, sign[0] + i);
-            hn::Store(hn::IfThenElse(from_second, minus_one, one), d, sign[1] + i);
-            hn::Store(hn::VecFromMask(d, x.in[1]), d, ok[0][0] + i);
-            hn::Store(hn::VecFromMask(d, x.in[0]), d, ok[0][1] + i);
-            for (int a = 1; a < 3; ++a)
+            for (int axis = 0; axis < 3; ++axis)
                 for (int k = 0; k < 2; ++k) {
-                    hn::Store(axis[a].w[k], d, w[a][k] + i);
-                    hn::Store(hn::VecFromMask(d, axis[a].in[k]), d, ok[a][k] + i);
+                    hn::Store(a[axis].weight[k], d, w[axis][k] + i);
+                    hn::Store(hn::VecFromMask(d, a[axis].ok[k]), d, ok[axis][k] + i);
+                    if (kBackward) hn::Store(a[axis].sign[k], d, sign[axis][k] + i);
                 }
-            hn::Store(axis[2].Clamped(d, 0, g.size[0]), d, plane[0] + i);
-            hn::Store(axis[2].Clamped(d, 1, g.size[0]), d, plane[1] + i);
-            rows.Store(d, axis, g, i);
+            if (kBackward) hn::Store(a[2].index[0], d, plane[0] + i), hn::Store(a[2].index[1], d, plane[1] + i);
+            rows.Store(d, cells, g, i);
         }
         all_inside = all;
     }
@@ -236,12 +255,12 @@ HWY_INLINE void LoadCornerPairs(const T* HWY_RESTRICT volume, const CornerRows<S
     if constexpr (std::is_same_v<T, S>) {
         for (int i = 0; i < count; ++i)
             for (int r = 0; r < 4; ++r)
-                std::memcpy(pairs[r] + 2 * i, volume + rows.row[r][i], 2 * sizeof(S));  // one 64- or 128-bit move
+                std::memcpy(pairs[r] + 2 * i, volume + rows.Row(r, i), 2 * sizeof(S));  // one 64- or 128-bit move
         ZeroPairTails(pairs, count, padded);
     } else {
         HWY_ALIGN T raw[4][2 * kBlock];
         for (int i = 0; i < count; ++i)
-            for (int r = 0; r < 4; ++r) std::memcpy(raw[r] + 2 * i, volume + rows.row[r][i], 2 * sizeof(T));
+            for (int r = 0; r < 4; ++r) std::memcpy(raw[r] + 2 * i, volume + rows.Row(r, i), 2 * sizeof(T));
         for (int r = 0; r < 4; ++r)
             for (int i = 2 * count; i < 2 * padded; ++i) std::memset(&raw[r][i], 0, sizeof(T));  // +0 in either type
         const hn::ScalableTag<S> d;
@@ -251,7 +270,7 @@ HWY_INLINE void LoadCornerPairs(const T* HWY_RESTRICT volume, const CornerRows<S
     }
 }
 
-// Phase 3: lanes i .. of the eight slots' values, v[k] for slot k (x slot = bit 0, y corner
+// Phase 3: lanes i .. of the eight slots' values, v[k] for slot k (x slot = bit 0, y slot
 // = bit 1, z corner = bit 2), from the pairs. Slots that do not count hold some element's
 // value: the callers mask their terms.
 template <class D, typename S = hn::TFromD<D>>
