@@ -13,7 +13,7 @@
 // read in visiting order (as the grid's 12 bytes and gradOutput's 4), the four corner pairs
 // (x0, x0 + 1) of the input read, the four pairs of the accumulator read-modified-written, and
 // 12 bytes of gridGrad written. Each thread takes the points whose first corner's plane lies
-// in its slab of planes (the scan's split at one batch item), in band order (row_order.h, as
+// in its slab of planes (the scan's split at one batch item), in grid order (row_order.h, as
 // the scan), into an accumulator of its own (no races; the kernel's slabs meet at one plane).
 // Corners are clamped into the volume, so every point reads and writes 8 elements.
 //
@@ -106,15 +106,14 @@ double Median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-// The one-channel floor (the scan's split and band order at one batch item); see the top.
+// The one-channel floor (the scan's split and row order at one batch item); see the top.
 std::function<double()> OneChannelFloor(int64_t s, const std::vector<float>& input, const std::vector<float>& grad,
                                         const std::vector<float>& grid, std::vector<float>& floor_grid_grad) {
     const int64_t points = s * s * s;
     const int threads = std::max(1, omp_get_max_threads());
     const int64_t slab_depth = (s + threads - 1) / threads;
     auto records = std::make_shared<std::vector<std::vector<PointRecord>>>(threads);
-    const int64_t band = gs3d::kernels::BandRows(s * static_cast<int64_t>(sizeof(float)), gs3d::kernels::kScanBandBytes);
-    for (gs3d::kernels::BandedRows row(s, s, band); !row.Done(); row.Next())
+    for (gs3d::kernels::BandedRows row(s, s, s); !row.Done(); row.Next())  // the scan's order: plane after plane
         for (int64_t w = 0; w < s; ++w) {
             const int64_t p = (row.d * s + row.h) * s + w;
             const FirstCorner c = CornerOf(&grid[3 * p], s);

@@ -9,10 +9,11 @@
 // window fits L2 and noise cost nothing. In bands, a row's lines are still in L2 when the
 // next plane's rows of the band need them again.
 //
-// Both backward plans visit rows in this order (the scan in thin bands, the sorted slabs in
-// wider ones), so each inputGrad element sums its contributions in band order instead of
-// grid order: a fixed order still, the same for every thread count. The forward keeps grid
-// order: it reads the input only, and bands measured no gain there.
+// The sorted slabs visit rows in this order, so each inputGrad element sums its
+// contributions in band order instead of grid order: a fixed order still, the same for
+// every thread count. The forward and the scan keep grid order (bands as wide as a plane):
+// the forward reads the input only, and bands measured no gain there; the scan's row-phase
+// blocks, with a smooth field, were faster with the grid and gradOutput read as streams.
 #pragma once
 
 #include <algorithm>
@@ -26,10 +27,7 @@ inline int64_t BandRows(int64_t row_bytes, int64_t band_bytes) {
     return std::max<int64_t>(4, band_bytes / std::max<int64_t>(1, row_bytes));
 }
 
-// The bands' bytes (measured where they are used): thin for the scan, whose task's slab is
-// thick; wider for the sorted plan, whose slabs are thin. bench/lab/access_floor visits the
-// scan's order with the same constant.
-constexpr int64_t kScanBandBytes = 2 << 10;
+// The sorted plan's bands' bytes (measured where they are used; its slabs are thin).
 constexpr int64_t kSortedBandBytes = 16 << 10;
 
 // The rows whose ranges choose between the scan and the sorted slabs (ScanBackward): about
