@@ -31,11 +31,10 @@ T* ElementAt(const View5& v, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 
 }
 
 // The order of the output's rows (d, h) in chunks. The backward's: bands of rows along H
-// over every plane (D), as its scan orders its rows (row_order.h: band after band, each plane
-// after plane), so that a chunked warp visits the rows in the order one call on the whole
-// grid would (chunks of whole planes made the affine backward a fifth slower). Planes after
-// planes, the grid's own order, reads a flow and writes the output in long runs instead of
-// runs of a few rows (the forward picks: warp_chunks.cpp).
+// over every plane (D), band after band, each plane after plane (chunks of whole planes made
+// the affine backward a fifth slower). Planes after planes, the grid's own order, reads a
+// flow and writes the output in long runs instead of runs of a few rows (the forward picks:
+// warp_chunks.cpp).
 enum class ChunkOrder { kBands, kPlanes };
 
 // The output's shape and its chunks of about kWarpChunkPoints points: in bands, rows along H
