@@ -37,6 +37,8 @@ if ! "$fuzzer" "${options[@]}" "${fork[@]}" -max_total_time=$((minutes * 60)) -p
 fi
 runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/fuzz.log" | tail -n 1)
 [ -n "$runs" ] || runs=$(sed -n 's/^#\([0-9]*\).*DONE.*/\1/p' "$work/fuzz.log" | tail -n 1)
+# With -fork, the jobs' totals come only in the progress lines: "#N: cov: ...".
+[ -n "$runs" ] || runs=$(sed -n 's/^#\([0-9]*\): cov:.*/\1/p' "$work/fuzz.log" | tail -n 1)
 
 echo "== merging into a minimized corpus"
 # The seeds go first, so that the merge keeps only what they do not already cover; they stay
