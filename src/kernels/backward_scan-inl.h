@@ -33,8 +33,8 @@ namespace {  // internal to each element type's kernels_*.cpp
 // inputGrad by scanning, when the grid is close to the identity. A task that owns a slab of
 // the volume (planes [z_begin, z_end)) visits the grid's rows in grid order and scatters only
 // the corners (nearest: voxels) that lie in its slab: each element then sums its
-// contributions in that order, as one thread would, bitwise, however the volume is cut. The cut thus follows the
-// thread count (and the batch), and needs no keys and no sort:
+// contributions in that order, as one thread would, bitwise, however the volume is cut. The
+// cut thus follows the thread count (and the batch), and needs no keys and no sort:
 // - pass 1, threads split a sample of the grid rows (kSampledRows): each one's range of
 //   planes (RowPlanes);
 // - the choice, from the shapes and the grid alone (never the thread count, so that the
@@ -257,8 +257,8 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         // them out to L3 or memory before the scan came back. Every scatter so far went to
         // planes below zeroed_end (the rows' ranges, and chunked work is from earlier rows),
         // so no plane is zeroed after a contribution reached it; planes that no row reaches
-        // are zeroed at the end. Nearest gains 10-20%; bilinear, whose bands come back to
-        // every plane, neither gains nor loses.
+        // are zeroed at the end (nearest gains 10-20%). A whole item is zeroed at once: it
+        // then needs no row's range (above).
         int64_t zeroed_end = z_begin;  // planes [z_begin, zeroed_end) are zeroed
         if (whole_items) pb.ZeroAccumulatorPlanes(n, 0, zeroed_end = depth);
         // Nearest: the points kept, gathered over blocks and rows, then scattered channel by
@@ -308,13 +308,14 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
         for (BandedRows row(pb.out_d, pb.out_h, band); !row.Done(); row.Next()) {
             const int64_t d = row.d, h = row.h;
             const int64_t r = n * rows + d * pb.out_h + h;
+            int64_t lowest = 0, highest = depth - 1;  // the row's planes; a whole item's rows: all of them
             if (!whole_items) {
                 if (!ranges_first) RowPlanes<T, I>(pb, n, d, h, &ws.row_lowest[r], &ws.row_highest[r]);
-                if (ws.row_lowest[r] > ws.row_highest[r] || ws.row_lowest[r] >= z_end || ws.row_highest[r] < z_begin)
-                    continue;
+                lowest = ws.row_lowest[r], highest = ws.row_highest[r];
+                if (lowest > highest || lowest >= z_end || highest < z_begin) continue;
             }
-            if (!whole_items && ws.row_highest[r] >= zeroed_end) {
-                const int64_t upto = std::min<int64_t>(z_end, ws.row_highest[r] + 1);
+            if (highest >= zeroed_end) {
+                const int64_t upto = std::min<int64_t>(z_end, highest + 1);
                 pb.ZeroAccumulatorPlanes(n, zeroed_end, upto);
                 zeroed_end = upto;
             }
@@ -333,7 +334,7 @@ bool ScanBackward(const Problem<T>& pb, const BackwardWorkspace& ws) {
                     chunked.Add();
                     points.count = 0;
                 };
-                if (!whole_items && (ws.row_lowest[r] < z_begin || ws.row_highest[r] >= z_end)) {  // the row meets other slabs
+                if (lowest < z_begin || highest >= z_end) {  // the row meets other slabs
                     points.count = 0;
                     AppendSlabPoints<T>(pb, n, d, h, offsets, z_begin, z_end, points, run_block);
                     if (points.count) run_block();

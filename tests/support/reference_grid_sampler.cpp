@@ -184,14 +184,12 @@ void ReferenceBackward(const Array5& grad_output, const Array5& input, const Arr
                                     const double wx = s.weight[0][kx], wy = s.weight[1][ky], wz = s.weight[2][kz];
                                     input_grad->at(n, c, z, y, x) += g * wx * wy * wz;
                                     const double v = input.at(n, c, z, y, x) * g;
-                                    dindex[0] += v * s.slope[0][kx] * wy * wz;
-                                    dindex[1] += v * wx * s.slope[1][ky] * wz;
-                                    dindex[2] += v * wx * wy * s.slope[2][kz];
+                                    const double term[3] = {v * s.slope[0][kx] * wy * wz, v * wx * s.slope[1][ky] * wz,
+                                                            v * wx * wy * s.slope[2][kz]};
+                                    for (int axis = 0; axis < 3; ++axis) dindex[axis] += term[axis];
                                     if (!magnitudes) continue;
                                     magnitudes->input_grad.at(n, c, z, y, x) += std::fabs(g * wx * wy * wz);
-                                    dindex_magnitude[0] += std::fabs(v * s.slope[0][kx] * wy * wz);
-                                    dindex_magnitude[1] += std::fabs(v * wx * s.slope[1][ky] * wz);
-                                    dindex_magnitude[2] += std::fabs(v * wx * wy * s.slope[2][kz]);
+                                    for (int axis = 0; axis < 3; ++axis) dindex_magnitude[axis] += std::fabs(term[axis]);
                                 }
                     }
                     for (int axis = 0; axis < 3; ++axis) {

@@ -175,13 +175,14 @@ struct CornerRows {
 };
 
 // Phase 1's cells of a block's points, for phase 3 to load: per axis and slot (or corner) the
-// weight, whether it counts (a mask as a vector) and its sign in d(weight)/d(index); the
-// corner rows' offsets; and the planes of the two z corners (for the backward's slab cuts).
+// weight and whether it counts (a mask as a vector); along the slotted axes (x, y) the sign
+// of each slot's term in d(weight)/d(index) (z's corners keep -1 and +1); the corner rows'
+// offsets; and the planes of the two z corners (for the backward's slab cuts).
 template <typename S>
 struct RowCells {
     HWY_ALIGN S w[3][2][kBlock];
     HWY_ALIGN S ok[3][2][kBlock];
-    HWY_ALIGN S sign[3][2][kBlock];
+    HWY_ALIGN S sign[2][2][kBlock];
     HWY_ALIGN S plane[2][kBlock];
     CornerRows<S> rows;
     bool all_inside = true;  // every corner of the block's `count` points is inside
@@ -206,7 +207,7 @@ struct RowCells {
                 for (int k = 0; k < 2; ++k) {
                     hn::Store(a[axis].weight[k], d, w[axis][k] + i);
                     hn::Store(hn::VecFromMask(d, a[axis].ok[k]), d, ok[axis][k] + i);
-                    if (kBackward) hn::Store(a[axis].sign[k], d, sign[axis][k] + i);
+                    if (kBackward && axis < 2) hn::Store(a[axis].sign[k], d, sign[axis][k] + i);
                 }
             if (kBackward) hn::Store(a[2].index[0], d, plane[0] + i), hn::Store(a[2].index[1], d, plane[1] + i);
             rows.Store(d, cells, g, i);
