@@ -65,64 +65,85 @@ HWY_INLINE V ReflectLanes(D d, V in, int64_t twice_low, int64_t twice_high, V* d
     return hn::IfThenElse(odd, hn::Add(hn::Sub(span, extra), min), hn::Add(extra, min));
 }
 
-// Source indices of `padded` grid values along an axis of `size` (PyTorch's formulas).
-// kBackward: the backward clip and d(index)/d(grid value) into `derivative`; otherwise the
-// forward clip. In vector form (division by 2 and the clip's comparisons are exact, so lanes
-// equal the scalar code bit for bit, NaN included); reflection too where the target has a
-// native FMA (ReflectLanes), else, and for the lanes it leaves, point by point.
+// Source indices of grid values along an axis of `size` (PyTorch's formulas), a vector at a
+// time. kBackward: the backward clip and d(index)/d(grid value); otherwise the forward clip.
+// In vector form (division by 2 and the clip's comparisons are exact, so lanes equal the
+// scalar code bit for bit, NaN included); reflection too where the target has a native FMA
+// (ReflectLanes), except for the lanes it marks for the scalar code (Scalar).
+template <class D, Padding P, bool kBackward>
+struct SourceIndexLanes {
+    using V = hn::Vec<D>;
+    using S = hn::TFromD<D>;
+    static constexpr bool kVectors = P != Padding::kReflection || HWY_NATIVE_FMA;
+    static constexpr bool kMarksLanes = P == Padding::kReflection;  // lanes for Scalar, if any
+    int64_t size, twice_low, twice_high;
+    bool align;
+    V one, half, zero, last, extent, unnormalize_derivative;
+
+    HWY_INLINE SourceIndexLanes(D d, int64_t axis_size, bool align_corners)
+        : size(axis_size), twice_low(align_corners ? 0 : -1),
+          twice_high(align_corners ? 2 * (axis_size - 1) : 2 * axis_size - 1), align(align_corners),
+          one(hn::Set(d, S(1))), half(hn::Set(d, S(0.5))), zero(hn::Zero(d)),
+          last(hn::Set(d, static_cast<S>(axis_size - 1))), extent(hn::Set(d, static_cast<S>(axis_size))),
+          unnormalize_derivative(hn::Set(d, UnnormalizeDerivative<S>(axis_size, align_corners))) {}
+
+    // The indices of grid values c; *derivative (backward) their derivatives; *scalar the lanes
+    // to redo with Scalar.
+    HWY_INLINE V operator()(D d, V c, V* derivative, hn::Mask<D>* scalar) const {
+        // Unnormalize: ((c + 1) / 2) * (size - 1), or ((c + 1) * size - 1) / 2; x / 2 as
+        // x * 0.5, the same correctly rounded value without a division.
+        V v = align ? hn::Mul(hn::Mul(hn::Add(c, one), half), last) : hn::Mul(hn::Sub(hn::Mul(hn::Add(c, one), extent), one), half);
+        V dv = unnormalize_derivative;
+        *scalar = hn::FirstN(d, 0);
+        V reflect_derivative = one;
+        if constexpr (P == Padding::kReflection) {
+            if (twice_low != twice_high) {
+                v = ReflectLanes(d, v, twice_low, twice_high, &reflect_derivative, scalar);
+            } else {  // one plane, aligned: 0, derivative 0
+                v = zero;
+                reflect_derivative = zero;
+            }
+        }
+        if constexpr (P != Padding::kZeros) {  // border's clip, and reflection's after reflecting
+            if constexpr (kBackward) {  // ClipWithDerivative: NaN passes with derivative 1
+                const auto low = hn::Le(v, zero), high = hn::Ge(v, last);
+                v = hn::IfThenElse(low, zero, hn::IfThenElse(high, last, v));
+                const auto clip_derivative = hn::IfThenZeroElse(hn::Or(low, high), one);
+                // derivative *= clip_derivative, or reflect_derivative * clip_derivative
+                dv = hn::Mul(dv, P == Padding::kReflection ? hn::Mul(reflect_derivative, clip_derivative) : clip_derivative);
+            } else {  // Clip: min(size - 1, max(v, 0)) with std's NaN rule: NaN -> size - 1
+                v = hn::IfThenElse(hn::Lt(v, zero), zero, v);
+                v = hn::IfThenElse(hn::Lt(v, last), v, last);
+            }
+        }
+        if constexpr (kBackward) *derivative = dv;
+        return v;
+    }
+    // The scalar code's index of grid value c (and its derivative, backward).
+    HWY_INLINE S Scalar(S c, S* derivative) const {
+        if constexpr (kBackward) return SourceIndexWithDerivative<S, P>(c, size, align, derivative);
+        return SourceIndex<S, P>(c, size, align);
+    }
+};
+
+// Source indices of `padded` grid values along an axis (SourceIndexLanes), into index[i] and,
+// backward, derivative[i].
 template <typename S, Padding P, bool kBackward>
 HWY_INLINE void BlockSourceIndicesOf(const S* HWY_RESTRICT coord, int padded, int64_t size, bool align,
-                              S* HWY_RESTRICT index, S* HWY_RESTRICT derivative) {
-    auto scalar_point = [&](int i) {
-        if constexpr (kBackward)
-            index[i] = SourceIndexWithDerivative<S, P>(coord[i], size, align, &derivative[i]);
-        else
-            index[i] = SourceIndex<S, P>(coord[i], size, align);
-    };
-    const int64_t twice_low = align ? 0 : -1, twice_high = align ? 2 * (size - 1) : 2 * size - 1;
-    if constexpr (P == Padding::kReflection && !HWY_NATIVE_FMA) {
-        for (int i = 0; i < padded; ++i) scalar_point(i);
-    } else {
-        const hn::ScalableTag<S> d;
-        const int lanes = static_cast<int>(hn::Lanes(d));
-        const auto one = hn::Set(d, S(1)), half = hn::Set(d, S(0.5)), zero = hn::Zero(d);
-        const auto last = hn::Set(d, static_cast<S>(size - 1)), extent = hn::Set(d, static_cast<S>(size));
-        const auto unnormalize_derivative = hn::Set(d, UnnormalizeDerivative<S>(size, align));
-        for (int i = 0; i < padded; i += lanes) {
-            const auto c = hn::Load(d, coord + i);
-            // Unnormalize: ((c + 1) / 2) * (size - 1), or ((c + 1) * size - 1) / 2; x / 2 as
-            // x * 0.5, the same correctly rounded value without a division.
-            auto v = align ? hn::Mul(hn::Mul(hn::Add(c, one), half), last)
-                           : hn::Mul(hn::Sub(hn::Mul(hn::Add(c, one), extent), one), half);
-            auto dv = unnormalize_derivative;
-            auto scalar = hn::FirstN(d, 0);  // lanes to redo with the scalar code
-            auto reflect_derivative = one;
-            if constexpr (P == Padding::kReflection) {
-                if (twice_low != twice_high) {
-                    v = ReflectLanes(d, v, twice_low, twice_high, &reflect_derivative, &scalar);
-                } else {  // one plane, aligned: 0, derivative 0
-                    v = zero;
-                    reflect_derivative = zero;
-                }
-            }
-            if constexpr (P != Padding::kZeros) {  // border's clip, and reflection's after reflecting
-                if constexpr (kBackward) {  // ClipWithDerivative: NaN passes with derivative 1
-                    const auto low = hn::Le(v, zero), high = hn::Ge(v, last);
-                    v = hn::IfThenElse(low, zero, hn::IfThenElse(high, last, v));
-                    const auto clip_derivative = hn::IfThenZeroElse(hn::Or(low, high), one);
-                    // derivative *= clip_derivative, or reflect_derivative * clip_derivative
-                    dv = hn::Mul(dv, P == Padding::kReflection ? hn::Mul(reflect_derivative, clip_derivative)
-                                                               : clip_derivative);
-                } else {  // Clip: min(size - 1, max(v, 0)) with std's NaN rule: NaN -> size - 1
-                    v = hn::IfThenElse(hn::Lt(v, zero), zero, v);
-                    v = hn::IfThenElse(hn::Lt(v, last), v, last);
-                }
-            }
-            hn::Store(v, d, index + i);
+                                     S* HWY_RESTRICT index, S* HWY_RESTRICT derivative) {
+    using D = hn::ScalableTag<S>;
+    const D d;
+    const SourceIndexLanes<D, P, kBackward> indexer(d, size, align);
+    const int lanes = static_cast<int>(hn::Lanes(d));
+    for (int i = 0; i < padded; i += lanes) {
+        if constexpr (decltype(indexer)::kVectors) {
+            hn::Vec<D> dv;
+            hn::Mask<D> scalar;
+            hn::Store(indexer(d, hn::Load(d, coord + i), &dv, &scalar), d, index + i);
             if constexpr (kBackward) hn::Store(dv, d, derivative + i);
-            if (!hn::AllFalse(d, scalar))
-                for (int j = i; j < i + lanes; ++j) scalar_point(j);
+            if (!decltype(indexer)::kMarksLanes || hn::AllFalse(d, scalar)) continue;
         }
+        for (int j = i; j < i + lanes; ++j) index[j] = indexer.Scalar(coord[j], kBackward ? &derivative[j] : nullptr);
     }
 }
 

@@ -43,7 +43,7 @@ HWY_INLINE void PairAmounts(const RowCells<S>& cells, int padded, const S* HWY_R
     const hn::ScalableTag<S> d;
     const int lanes = static_cast<int>(hn::Lanes(d));
     for (int i = 0; i < padded; i += lanes) {
-        const LaneCells<decltype(d)> cell(d, cells, i, !cells.all_inside);
+        const LaneCells<decltype(d)> cell(d, cells, i);
         const auto vg = hn::Load(d, g + i);
         for (int r = 0; r < 4; ++r) {
             auto first = hn::Mul(cell.Weight(2 * r), vg), second = hn::Mul(cell.Weight(2 * r + 1), vg);
@@ -78,14 +78,13 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
         LoadGridRow(pb.grid + points.grid[0], points.grid_w, a.grid.stride[4], count, padded, coord);
     else
         LoadGridValues([&](int i) { return pb.grid + points.grid[i]; }, a.grid.stride[4], count, padded, coord);
-    BlockSourceIndices3<S, true>(coord, padded, a.input.size, a.options, index.axis[0], index.axis[1], index.axis[2],
-                                 m[0], m[1], m[2]);
-    index.PadFrom(count, padded);
+    const bool second_rows = kGridGrad && !pb.same_geometry;  // the input's corner rows apart
     HWY_ALIGN RowCells<S> cells;
-    cells.template Compute<true>(index, count, padded, pb.acc_geometry);
+    cells.template Compute<true>(coord, count, padded, a.input.size, a.options, pb.acc_geometry, m,
+                                 second_rows ? &index : nullptr);
     const CornerRows<S>& acc_rows = cells.rows;
     HWY_ALIGN CornerRows<S> in_rows;
-    if (kGridGrad && !pb.same_geometry) in_rows.Compute(index, padded, pb.in_geometry);
+    if (second_rows) in_rows.Compute(index, padded, pb.in_geometry);
     const CornerRows<S>& value_rows = pb.same_geometry ? acc_rows : in_rows;
     uint8_t own_order[kBlock + 1];
     const uint8_t* order = ScatterOrder(points, own_order);
@@ -158,7 +157,7 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
         // whether its corner's term is subtracted or added: gx + (-t) is gx - t bit for bit.
         for (int i = 0; i < padded; i += lanes) {
             hn::Vec<decltype(d)> value[8];
-            const LaneCells<decltype(d)> cell(d, cells, i, !cells.all_inside);
+            const LaneCells<decltype(d)> cell(d, cells, i);
             PairValues(d, values, i, value);
             const auto vg = hn::Load(d, g + i);
             auto gx = hn::Load(d, sum[0] + i), gy = hn::Load(d, sum[1] + i), gz = hn::Load(d, sum[2] + i);

@@ -72,11 +72,10 @@ HWY_NOINLINE void RowPhasesForwardBlock(const ForwardArgs& args, const T* in_n, 
     const int lanes = static_cast<int>(hn::Lanes(d));
     const int padded = (count + lanes - 1) / lanes * lanes;
     const View5& in = args.input;
-    BlockIndices<S> index;
-    RowSourceIndices<T>(args, grid_row, w_begin, count, index.axis);
-    index.PadFrom(count, padded);
+    HWY_ALIGN S coord[3][kBlock];
+    LoadGridRow(grid_row + w_begin * args.grid.stride[3], args.grid.stride[3], args.grid.stride[4], count, padded, coord);
     HWY_ALIGN RowCells<S> cells;
-    cells.template Compute<false>(index, count, padded, geometry);
+    cells.template Compute<false>(coord, count, padded, in.size, args.options, geometry, nullptr, nullptr);
     HWY_ALIGN S pairs[4][2 * kBlock];
     const int64_t out_ws = args.out.stride[4];
     for (int64_t c = 0; c < in.size[1]; ++c) {
@@ -84,7 +83,7 @@ HWY_NOINLINE void RowPhasesForwardBlock(const ForwardArgs& args, const T* in_n, 
         T* out_c = out_row + c * args.out.stride[1] + w_begin * out_ws;
         for (int i = 0; i < padded; i += lanes) {
             hn::Vec<decltype(d)> value[8];
-            const LaneCells<decltype(d)> cell(d, cells, i, !cells.all_inside);
+            const LaneCells<decltype(d)> cell(d, cells, i);
             PairValues(d, pairs, i, value);
             auto sum = hn::Zero(d);
             for (int k = 0; k < 8; ++k) {

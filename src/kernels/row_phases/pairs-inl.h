@@ -66,51 +66,55 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> IndexToOffset(D d, hn::Vec<D> v) {
     return hn::Sub(hn::BitCast(di, hn::Add(v, hn::Set(d, shift))), hn::Set(di, bits));
 }
 
-// One axis of a vector of points' cells, bit for bit as BlockCells: the floor (FloorIndex: -2
-// for NaN, inf and far outside), PyTorch's weights of corners floor and floor + 1, and which
-// of the two lie in [0, size); then the two slots (Slots) or corners that stand for them.
+// One axis of a vector of points' cells: PyTorch's weights of the corners floor and floor + 1
+// (bit for bit as BlockCells), then the two slots (c, c + 1) or the two corners, each
+// clamped into the volume, that stand for them. Every comparison is false for NaN, and NaN,
+// inf and far indices clamp to slots that do not count, so slots need no guard.
 template <class D>
 struct AxisCell {
     using V = hn::Vec<D>;
     using M = hn::Mask<D>;
     using S = hn::TFromD<D>;
-    V floor, w[2];
-    M in[2];
     // What phase 3 and the offsets need, per slot (or corner) k: its index, clamped into
-    // the volume; its weight; whether it counts; the sign of its term in d(weight)/d(index)
-    // (-1 for corner floor, +1 for floor + 1).
+    // the volume (for a slot, index[0] alone); its weight; whether it counts; the sign of its
+    // term in d(weight)/d(index) (-1 for corner floor, +1 for floor + 1). every: both corners
+    // are inside, so each slot holds its own corner.
     V index[2], weight[2], sign[2];
-    M ok[2];
+    M ok[2], every;
 
     HWY_INLINE AxisCell(D d, V i, int64_t size, bool slots) {
         const V one = hn::Set(d, S(1)), minus_one = hn::Set(d, S(-1)), zero = hn::Zero(d);
-        const V extent = hn::Set(d, static_cast<S>(size)), last = hn::Set(d, static_cast<S>(size - 1));
-        floor = hn::IfThenElse(hn::And(hn::Ge(i, minus_one), hn::Le(i, extent)), hn::Floor(i), hn::Set(d, S(-2)));
-        w[0] = hn::Sub(hn::Add(floor, one), i), w[1] = hn::Sub(i, floor);
-        in[0] = hn::And(hn::Ge(floor, zero), hn::Lt(floor, extent));
-        in[1] = hn::And(hn::Ge(floor, minus_one), hn::Lt(floor, last));
+        const V floor = hn::Floor(i);
+        const V w0 = hn::Sub(hn::Add(floor, one), i), w1 = hn::Sub(i, floor);
+        // Clamped to [0, top]: NaN and -inf to 0 (the comparison is false for them).
+        auto clamp = [&](V v, S top) HWY_ATTR { return hn::Min(hn::IfThenElseZero(hn::Ge(v, zero), v), hn::Set(d, top)); };
         if (slots) {  // size >= 2
-            index[0] = hn::Min(hn::Max(floor, zero), hn::Set(d, static_cast<S>(size - 2)));
-            index[1] = hn::Add(index[0], one);
-            // floor = -1: slot c holds corner floor + 1 and slot c + 1 none; floor = size - 1:
-            // slot c none and slot c + 1 corner floor. So slot c counts where corner floor + 1
-            // is inside, slot c + 1 where corner floor is.
-            const M from_first = hn::Eq(floor, minus_one), from_second = hn::Eq(floor, last);
-            weight[0] = hn::IfThenElse(from_first, w[1], w[0]), weight[1] = hn::IfThenElse(from_second, w[0], w[1]);
+            index[0] = clamp(floor, static_cast<S>(size - 2));
+            // floor - c: 0 where both corners are inside; -1 (floor = -1) where slot c holds
+            // corner floor + 1 and slot c + 1 none; +1 (floor = size - 1) where slot c holds
+            // none and slot c + 1 corner floor; anything else (NaN included) where none is inside.
+            const V shift = hn::Sub(floor, index[0]);
+            const M from_first = hn::Eq(shift, minus_one), from_second = hn::Eq(shift, one);
+            every = hn::Eq(shift, zero);
+            weight[0] = hn::IfThenElse(from_first, w1, w0), weight[1] = hn::IfThenElse(from_second, w0, w1);
             sign[0] = hn::IfThenElse(from_first, one, minus_one), sign[1] = hn::IfThenElse(from_second, minus_one, one);
-            ok[0] = in[1], ok[1] = in[0];
+            ok[0] = hn::Or(every, from_first), ok[1] = hn::Or(every, from_second);
         } else {
-            index[0] = hn::Min(hn::Max(floor, zero), last);
-            index[1] = hn::Min(hn::Max(hn::Add(floor, one), zero), last);
-            weight[0] = w[0], weight[1] = w[1];
+            // FloorIndex's -2 for NaN, inf and indices beyond [-1, size]: both corners then
+            // clamp to plane 0, as in the scan's row ranges (BilinearPlanes) and BlockCells, so
+            // that the backward's slabs agree on every corner's plane.
+            const M near = hn::And(hn::Ge(i, minus_one), hn::Le(i, hn::Set(d, static_cast<S>(size))));
+            const V first = hn::IfThenElse(near, floor, hn::Set(d, S(-2))), next = hn::Add(first, one);
+            index[0] = clamp(first, static_cast<S>(size - 1)), index[1] = clamp(next, static_cast<S>(size - 1));
+            weight[0] = w0, weight[1] = w1;
             sign[0] = minus_one, sign[1] = one;
-            ok[0] = in[0], ok[1] = in[1];
+            ok[0] = hn::Eq(index[0], first), ok[1] = hn::Eq(index[1], next);
+            every = hn::And(ok[0], ok[1]);
         }
     }
 };
 
-// The source indices of a block's points, x, y, z, each kBlock long (lanes past `count` are
-// set to -4 here: outside, never sampled, scattered or stored).
+// The source indices of a block's points, x, y, z, each kBlock long (RowCells::Compute).
 template <typename S>
 struct BlockIndices {
     HWY_ALIGN S axis[3][kBlock];
@@ -118,9 +122,6 @@ struct BlockIndices {
     template <class D>
     HWY_INLINE void Load(D d, int i, hn::Vec<D> v[3]) const {
         for (int a = 0; a < 3; ++a) v[a] = hn::Load(d, axis[a] + i);
-    }
-    HWY_INLINE void PadFrom(int count, int padded) {
-        for (int i = count; i < padded; ++i) axis[0][i] = axis[1][i] = axis[2][i] = -4;
     }
 };
 
@@ -174,41 +175,111 @@ struct CornerRows {
     }
 };
 
-// Phase 1's cells of a block's points, for phase 3 to load: per axis and slot (or corner) the
-// weight and whether it counts (a mask as a vector); along the slotted axes (x, y) the sign
-// of each slot's term in d(weight)/d(index) (z's corners keep -1 and +1); the corner rows'
-// offsets; and the planes of the two z corners (for the backward's slab cuts).
+// A block's masks, one per vector of points, kept from phase 1 for phase 3: on AVX-512 as
+// their bits (one move each way between a mask register and memory, in a 32-bit word: bytes
+// would alias everything and make the compiler reload phase 1's constants after each),
+// elsewhere as vectors (masks are vectors there, so that costs nothing either).
+template <typename S>
+struct KeptMasks {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    uint32_t bits[kBlock];  // vector j's
+
+    template <class D>
+    HWY_INLINE void Store(D d, hn::Mask<D> m, int i) {
+        bits[i / hn::Lanes(d)] = m.raw;
+    }
+    template <class D>
+    HWY_INLINE hn::Mask<D> Load(D d, int i) const {
+        hn::Mask<D> m;
+        m.raw = static_cast<decltype(m.raw)>(bits[i / hn::Lanes(d)]);
+        return m;
+    }
+#else
+    HWY_ALIGN S lanes[kBlock];
+
+    template <class D>
+    HWY_INLINE void Store(D d, hn::Mask<D> m, int i) {
+        hn::Store(hn::VecFromMask(d, m), d, lanes + i);
+    }
+    template <class D>
+    HWY_INLINE hn::Mask<D> Load(D d, int i) const {
+        return hn::MaskFromVec(hn::Load(d, lanes + i));
+    }
+#endif
+};
+
+// Phase 1 of a block's points, for phase 3 to load: per axis and slot (or corner) the weight;
+// per corner k (x slot = bit 0, y = bit 1, z = bit 2) whether it counts (KeptMasks: the
+// three axes' masks combined once here, not per channel); along the slotted axes (x, y) the sign of each slot's
+// term in d(weight)/d(index) (z's corners keep -1 and +1); the corner rows' offsets; and the
+// planes of the two z corners (for the backward's slab cuts).
 template <typename S>
 struct RowCells {
     HWY_ALIGN S w[3][2][kBlock];
-    HWY_ALIGN S ok[3][2][kBlock];
+    KeptMasks<S> ok[8];
     HWY_ALIGN S sign[2][2][kBlock];
     HWY_ALIGN S plane[2][kBlock];
     CornerRows<S> rows;
     bool all_inside = true;  // every corner of the block's `count` points is inside
 
-    // From `padded` points' source indices, for a volume of the geometry; the signs and planes
-    // for the backward only.
+    // From `padded` points' grid values coord[axis][i] (x, y, z), in an input of size in_size
+    // (N, C, D, H, W), for a volume of the geometry, in one pass with the padding mode
+    // dispatched once: the source indices (SourceIndexLanes; lanes past `count` set to -4,
+    // outside, never sampled, scattered or stored), then the cells. Backward: the signs and
+    // planes, and the indices' derivatives into derivative[axis]. Where `indices` is given,
+    // the indices into it too (for a second volume's CornerRows).
     template <bool kBackward>
-    HWY_INLINE void Compute(const BlockIndices<S>& index, int count, int padded, const TrilinearGeometry& g) {
+    HWY_INLINE void Compute(const S (*HWY_RESTRICT coord)[kBlock], int count, int padded, const int64_t* in_size,
+                            const SamplerOptions& options, const TrilinearGeometry& g,
+                            S (*HWY_RESTRICT derivative)[kBlock], BlockIndices<S>* indices) {
+        DispatchPadding(options.padding, [&](auto mode) HWY_ATTR {
+            ComputeWith<decltype(mode)::value, kBackward>(coord, count, padded, in_size, options.align_corners, g,
+                                                          derivative, indices);
+        });
+    }
+
+    template <Padding P, bool kBackward>
+    HWY_INLINE void ComputeWith(const S (*HWY_RESTRICT coord)[kBlock], int count, int padded, const int64_t* in_size,
+                                bool align, const TrilinearGeometry& volume, S (*HWY_RESTRICT derivative)[kBlock],
+                                BlockIndices<S>* indices) {
         using D = hn::ScalableTag<S>;
         const D d;
         const int lanes = static_cast<int>(hn::Lanes(d));
+        using Indexer = SourceIndexLanes<D, P, kBackward>;
+        const Indexer axis_index[3] = {{d, in_size[4], align}, {d, in_size[3], align}, {d, in_size[2], align}};
+        const TrilinearGeometry g = volume;  // a copy that no store in the loop can change
         bool all = true;
         for (int i = 0; i < padded; i += lanes) {
             hn::Vec<D> v[3];
-            index.Load(d, i, v);
+            for (int a = 0; a < 3; ++a) {
+                hn::Mask<D> scalar = hn::FirstN(d, static_cast<size_t>(lanes));
+                if constexpr (Indexer::kVectors) {
+                    hn::Vec<D> dv;
+                    v[a] = axis_index[a](d, hn::Load(d, coord[a] + i), &dv, &scalar);
+                    if constexpr (kBackward) hn::Store(dv, d, derivative[a] + i);
+                }
+                if (Indexer::kMarksLanes && !hn::AllFalse(d, scalar)) {
+                    HWY_ALIGN S lane_index[hn::MaxLanes(d)];
+                    for (int j = 0; j < lanes; ++j)
+                        lane_index[j] = axis_index[a].Scalar(coord[a][i + j], kBackward ? &derivative[a][i + j] : nullptr);
+                    v[a] = hn::Load(d, lane_index);
+                }
+            }
+            const auto real = hn::FirstN(d, static_cast<size_t>(count > i ? count - i : 0));
+            if (i + lanes > count)
+                for (int a = 0; a < 3; ++a) v[a] = hn::IfThenElse(real, v[a], hn::Set(d, S(-4)));
+            if (indices != nullptr)
+                for (int a = 0; a < 3; ++a) hn::Store(v[a], d, indices->axis[a] + i);
             const PointCells<D> cells(d, v, g);
             const AxisCell<D>* a = cells.axis;
-            const auto every = hn::And(hn::And(hn::And(a[0].in[0], a[0].in[1]), hn::And(a[1].in[0], a[1].in[1])),
-                                       hn::And(a[2].in[0], a[2].in[1]));
-            all = all && hn::AllTrue(d, hn::Or(hn::Not(hn::FirstN(d, static_cast<size_t>(count > i ? count - i : 0))), every));
+            all = all && hn::AllTrue(d, hn::Or(hn::Not(real), hn::And(hn::And(a[0].every, a[1].every), a[2].every)));
             for (int axis = 0; axis < 3; ++axis)
                 for (int k = 0; k < 2; ++k) {
                     hn::Store(a[axis].weight[k], d, w[axis][k] + i);
-                    hn::Store(hn::VecFromMask(d, a[axis].ok[k]), d, ok[axis][k] + i);
                     if (kBackward && axis < 2) hn::Store(a[axis].sign[k], d, sign[axis][k] + i);
                 }
+            for (int k = 0; k < 8; ++k)
+                ok[k].Store(d, hn::And(hn::And(a[0].ok[k & 1], a[1].ok[(k >> 1) & 1]), a[2].ok[k >> 2]), i);
             if (kBackward) hn::Store(a[2].index[0], d, plane[0] + i), hn::Store(a[2].index[1], d, plane[1] + i);
             rows.Store(d, cells, g, i);
         }
@@ -217,26 +288,25 @@ struct RowCells {
 };
 
 // Lanes i .. of a block's cells, loaded for phase 3: corner k (x slot = bit 0, y = bit 1,
-// z = bit 2) has weight (wx * wy) * wz, PyTorch's product, and counts where Ok(k).
+// z = bit 2) has weight (wx * wy) * wz, PyTorch's product, and counts where Ok(k) (loaded
+// where asked for: a mask register each, as the compiler kept an array of them in memory).
 template <class D>
 struct LaneCells {
     using V = hn::Vec<D>;
     using M = hn::Mask<D>;
+    using S = hn::TFromD<D>;
+    const RowCells<S>& cells;
+    int i;
     V w[3][2];
     V xy[4];
-    M ok[3][2];
 
-    // `masks`: whether Ok is asked for.
-    HWY_INLINE LaneCells(D d, const RowCells<hn::TFromD<D>>& cells, int i, bool masks) {
+    HWY_INLINE LaneCells(D d, const RowCells<S>& block, int lane) : cells(block), i(lane) {
         for (int a = 0; a < 3; ++a)
-            for (int k = 0; k < 2; ++k) {
-                w[a][k] = hn::Load(d, cells.w[a][k] + i);
-                if (masks) ok[a][k] = hn::MaskFromVec(hn::Load(d, cells.ok[a][k] + i));
-            }
+            for (int k = 0; k < 2; ++k) w[a][k] = hn::Load(d, cells.w[a][k] + i);
         for (int k = 0; k < 4; ++k) xy[k] = hn::Mul(w[0][k & 1], w[1][k >> 1]);
     }
     HWY_INLINE V Weight(int k) const { return hn::Mul(xy[k & 3], w[2][k >> 2]); }
-    HWY_INLINE M Ok(int k) const { return hn::And(hn::And(ok[0][k & 1], ok[1][(k >> 1) & 1]), ok[2][k >> 2]); }
+    HWY_INLINE M Ok(int k) const { return cells.ok[k].Load(D(), i); }
 };
 
 // The padding lanes' pairs (points count .. padded - 1) set to 0.
