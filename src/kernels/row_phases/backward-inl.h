@@ -87,7 +87,7 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
     if (second_rows) in_rows.Compute(index, padded, pb.in_geometry);
     const CornerRows<S>& value_rows = pb.same_geometry ? acc_rows : in_rows;
     uint8_t own_order[kBlock + 1];
-    const uint8_t* order = ScatterOrder(points, own_order);
+    const uint8_t* order = points.row_segment ? nullptr : ScatterOrder(points, own_order);
     const int64_t depth = pb.in_geometry.size[0];
     const bool restricted = z_begin > 0 || z_end < depth;
     uint8_t keep[kBlock], owned[kBlock];  // restricted: corner rows r kept (bit r); gridGrad written
@@ -124,11 +124,12 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
         const bool load_here = kGridGrad && pb.same_geometry && std::is_same_v<T, S>;
         if (kGridGrad && !load_here) LoadCornerPairs(in_c, value_rows, count, padded, values);
         HWY_ALIGN S scratch[2];  // where a restricted block's rows outside the slab go
+        const int64_t y_step = acc_rows.y_step;
         auto scatter = [&](auto load_values, auto restrict_rows) HWY_ATTR {
-            for (int j = 0; j < count; ++j) {
-                const int i = order[j];
+            auto point = [&](int i) HWY_ATTR __attribute__((always_inline)) {
+                const int64_t first[2] = {acc_rows.base[0][i], acc_rows.base[1][i]};
                 for (int r = 0; r < 4; ++r) {
-                    const auto offset = acc_rows.Row(r, i);
+                    const int64_t offset = first[r >> 1] + (r & 1) * y_step;  // acc_rows.Row(r, i)
                     S* to = acc_c + offset;
                     if constexpr (decltype(restrict_rows)::value) to = (keep[i] >> r & 1) ? to : scratch;
                     if constexpr (decltype(load_values)::value) std::memcpy(values[r] + 2 * i, in_c + offset, 2 * sizeof(S));
@@ -139,6 +140,12 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
                     hn::StoreU(hn::Add(hn::LoadU(pair, to), hn::LoadU(pair, amounts[r] + 2 * i)), pair, to);
 #endif
                 }
+            };
+            if (points.row_segment) {  // ScatterOrder's even points then odd ones, counted directly
+                for (int i = 0; i < count; i += 2) point(i);
+                for (int i = 1; i < count; i += 2) point(i);
+            } else {
+                for (int j = 0; j < count; ++j) point(order[j]);
             }
         };
         if (restricted) {
@@ -161,6 +168,7 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
             PairValues(d, values, i, value);
             const auto vg = hn::Load(d, g + i);
             auto gx = hn::Load(d, sum[0] + i), gy = hn::Load(d, sum[1] + i), gz = hn::Load(d, sum[2] + i);
+#pragma GCC unroll 8  // left rolled, the corner loop indexed the cells' arrays in memory
             for (int k = 0; k < 8; ++k) {
                 const int kx = k & 1, ky = (k >> 1) & 1, kz = k >> 2;
                 const auto along_x = hn::Mul(value[k], cell.w[0][kx]), along_y = hn::Mul(value[k], cell.w[1][ky]);
