@@ -175,12 +175,17 @@ HWY_INLINE void CubicPhase2(const T* in_c, const int64_t* stride, CubicBlock<S>*
                 for (int i = 0; i < 4; ++i) b->values[r][p][i] = ToCompute(base[row_offset[r] + i * stride[0]]);
             continue;
         }
+        // Without branches (a tap outside reads element 0 and keeps 0): tested tap by tap,
+        // an edge point's taps took a fifth of the forward for a tenth of its points.
         for (int r = 0; r < 16; ++r) {
             const int64_t z = index[2][r >> 2][p], y = index[1][r & 3][p];
+            const bool row_inside = (z >= 0) & (y >= 0);
+            const int64_t row = row_inside ? z * stride[2] + y * stride[1] : 0;
             for (int i = 0; i < 4; ++i) {
                 const int64_t x = index[0][i][p];
-                b->values[r][p][i] = z >= 0 && y >= 0 && x >= 0 ? ToCompute(in_c[z * stride[2] + y * stride[1] + x * stride[0]])
-                                                                : S(0);
+                const bool inside = row_inside & (x >= 0);
+                const S value = ToCompute(in_c[inside ? row + x * stride[0] : 0]);
+                b->values[r][p][i] = inside ? value : S(0);
             }
         }
     }
