@@ -176,13 +176,14 @@ struct CornerRows {
 };
 
 // A block's masks, one per vector of points, kept from phase 1 for phase 3: on AVX-512 as
-// their bits (one move each way between a mask register and memory, in a 32-bit word: bytes
-// would alias everything and make the compiler reload phase 1's constants after each),
-// elsewhere as vectors (masks are vectors there, so that costs nothing either).
+// their bits (one move each way between a mask register and memory, in a 16-bit word: bytes
+// would alias everything and make the compiler reload phase 1's constants after each, wider
+// words cost a move through a general register), elsewhere as vectors (masks are vectors
+// there, so that costs nothing either).
 template <typename S>
 struct KeptMasks {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-    uint32_t bits[kBlock];  // vector j's
+    uint16_t bits[kBlock];  // vector j's
 
     template <class D>
     HWY_INLINE void Store(D d, hn::Mask<D> m, int i) {
