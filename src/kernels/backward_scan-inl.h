@@ -51,16 +51,14 @@ namespace {  // internal to each element type's kernels_*.cpp
 // A row that meets several slabs gives each task only the points its slab needs
 // (AppendSlabPoints).
 
-// A bilinear point's planes from its source index v along D: FloorIndex (-2 far outside, NaN,
-// inf), as BlockCells, then its first corner's plane and the next, clamped into [0, D).
+// A bilinear point's planes from its source index v along D: its two z corners' planes,
+// clamped into [0, D), as the row phases' cells have them (AxisCell: FloorIndex's -2 for NaN,
+// inf and far indices, so both at plane 0, as BlockCells), so that a block never scatters
+// into a plane its row's range leaves out.
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE void BilinearPlanes(D dv, V v, int64_t depth, V* first, V* second) {
-    using S = hn::TFromD<D>;
-    const auto zero = hn::Zero(dv), last_plane = hn::Set(dv, static_cast<S>(depth - 1));
-    const auto near = hn::And(hn::Ge(v, hn::Set(dv, S(-1))), hn::Le(v, hn::Set(dv, static_cast<S>(depth))));
-    const auto z0 = hn::IfThenElse(near, hn::Floor(v), hn::Set(dv, S(-2)));
-    *first = hn::Min(hn::Max(z0, zero), last_plane);
-    *second = hn::Min(hn::Max(hn::Add(z0, hn::Set(dv, S(1))), zero), last_plane);
+    const AxisCell<D> z(dv, v, depth, /*slots=*/false);
+    *first = z.index[0], *second = z.index[1];
 }
 
 // A grid row's range of planes along D: bilinear, from its points' first corners' planes to

@@ -1,5 +1,5 @@
 // The trilinear cells of a block of grid points, computed across points with SIMD: source
-// indices (unnormalize and clip in vector form; reflection stays scalar), floors, per-axis
+// indices (source_indices-inl.h), floors, per-axis
 // weights, the eight corner weights ((wx * wy) * wz, PyTorch's products), which corners lie
 // inside the volume, the first corner's offset and the corner values (hardware gathers; for
 // fp16/bf16 on x86 AVX2/AVX-512, gathers of element pairs); the nearest voxels. Shared by
@@ -25,6 +25,7 @@
 #include "kernels/element_types.h"
 #include "kernels/sampler_options.h"
 #include "kernels/simd_loads-inl.h"
+#include "kernels/source_indices-inl.h"
 #include "kernels/trilinear_corners.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -32,146 +33,6 @@ namespace gs3d::kernels {
 namespace HWY_NAMESPACE {
 
 namespace hn = hwy::HWY_NAMESPACE;
-
-// Reflection (ReflectWithDerivative) of unnormalized indices `in` in vector form, lane for
-// lane equal to the scalar code, NaN and inf included: fmod is exact, and so is
-// in - q * span computed with a fused multiply-add once q = floor(in / span) is corrected
-// (the division may round it up or down by one; the sign of each FMA's exactly rounded
-// result says which). Lanes with in >= 2^22 * span (where q + 1 may not be exact) are marked
-// in `scalar` for the caller to redo with the scalar code. Needs a native FMA.
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE V ReflectLanes(D d, V in, int64_t twice_low, int64_t twice_high, V* derivative, hn::Mask<D>* scalar) {
-    using S = hn::TFromD<D>;
-    const V min = hn::Set(d, static_cast<S>(twice_low) / 2), span = hn::Set(d, static_cast<S>(twice_high - twice_low) / 2);
-    const V one = hn::Set(d, S(1)), zero = hn::Zero(d);
-    in = hn::Sub(in, min);
-    const auto negative = hn::Lt(in, zero);
-    const V sign = hn::IfThenElse(negative, hn::Neg(one), one);
-    in = hn::IfThenElse(negative, hn::Neg(in), in);
-    *scalar = hn::Ge(in, hn::Mul(span, hn::Set(d, static_cast<S>(1 << 22))));
-    // fmod(in, span): q = floor(in / span) corrected by one either way, then in - q * span.
-    const V flips = hn::Floor(hn::Div(in, span));
-    V q = flips;
-    q = hn::IfThenElse(hn::Lt(hn::NegMulAdd(q, span, in), zero), hn::Sub(q, one), q);
-    const V up = hn::Add(q, one);
-    q = hn::IfThenElse(hn::Ge(hn::NegMulAdd(up, span, in), zero), up, q);
-    const V extra = hn::NegMulAdd(q, span, in);
-    // OddFlips: floor(in / span) odd, that is, half of it not whole and not NaN (NaN is even,
-    // whatever a target's Ne gives for it); inf and values at or above 2^digits are even
-    // integers, whose half is whole.
-    const V half = hn::Mul(flips, hn::Set(d, S(0.5)));
-    const auto odd = hn::AndNot(hn::Eq(hn::Floor(half), half), hn::Eq(half, half));
-    *derivative = hn::IfThenElse(odd, hn::Neg(sign), sign);
-    return hn::IfThenElse(odd, hn::Add(hn::Sub(span, extra), min), hn::Add(extra, min));
-}
-
-// Source indices of grid values along an axis of `size` (PyTorch's formulas), a vector at a
-// time. kBackward: the backward clip and d(index)/d(grid value); otherwise the forward clip.
-// In vector form (division by 2 and the clip's comparisons are exact, so lanes equal the
-// scalar code bit for bit, NaN included); reflection too where the target has a native FMA
-// (ReflectLanes), except for the lanes it marks for the scalar code (Scalar).
-template <class D, Padding P, bool kBackward>
-struct SourceIndexLanes {
-    using V = hn::Vec<D>;
-    using S = hn::TFromD<D>;
-    static constexpr bool kVectors = P != Padding::kReflection || HWY_NATIVE_FMA;
-    static constexpr bool kMarksLanes = P == Padding::kReflection;  // lanes for Scalar, if any
-    int64_t size, twice_low, twice_high;
-    bool align;
-    V one, half, zero, last, extent, unnormalize_derivative;
-
-    HWY_INLINE SourceIndexLanes(D d, int64_t axis_size, bool align_corners)
-        : size(axis_size), twice_low(align_corners ? 0 : -1),
-          twice_high(align_corners ? 2 * (axis_size - 1) : 2 * axis_size - 1), align(align_corners),
-          one(hn::Set(d, S(1))), half(hn::Set(d, S(0.5))), zero(hn::Zero(d)),
-          last(hn::Set(d, static_cast<S>(axis_size - 1))), extent(hn::Set(d, static_cast<S>(axis_size))),
-          unnormalize_derivative(hn::Set(d, UnnormalizeDerivative<S>(axis_size, align_corners))) {}
-
-    // The indices of grid values c; *derivative (backward) their derivatives; *scalar the lanes
-    // to redo with Scalar.
-    HWY_INLINE V operator()(D d, V c, V* derivative, hn::Mask<D>* scalar) const {
-        // Unnormalize: ((c + 1) / 2) * (size - 1), or ((c + 1) * size - 1) / 2; x / 2 as
-        // x * 0.5, the same correctly rounded value without a division.
-        V v = align ? hn::Mul(hn::Mul(hn::Add(c, one), half), last) : hn::Mul(hn::Sub(hn::Mul(hn::Add(c, one), extent), one), half);
-        V dv = unnormalize_derivative;
-        *scalar = hn::FirstN(d, 0);
-        V reflect_derivative = one;
-        if constexpr (P == Padding::kReflection) {
-            if (twice_low != twice_high) {
-                v = ReflectLanes(d, v, twice_low, twice_high, &reflect_derivative, scalar);
-            } else {  // one plane, aligned: 0, derivative 0
-                v = zero;
-                reflect_derivative = zero;
-            }
-        }
-        if constexpr (P != Padding::kZeros) {  // border's clip, and reflection's after reflecting
-            if constexpr (kBackward) {  // ClipWithDerivative: NaN passes with derivative 1
-                const auto low = hn::Le(v, zero), high = hn::Ge(v, last);
-                v = hn::IfThenElse(low, zero, hn::IfThenElse(high, last, v));
-                const auto clip_derivative = hn::IfThenZeroElse(hn::Or(low, high), one);
-                // derivative *= clip_derivative, or reflect_derivative * clip_derivative
-                dv = hn::Mul(dv, P == Padding::kReflection ? hn::Mul(reflect_derivative, clip_derivative) : clip_derivative);
-            } else {  // Clip: min(size - 1, max(v, 0)) with std's NaN rule: NaN -> size - 1
-                v = hn::IfThenElse(hn::Lt(v, zero), zero, v);
-                v = hn::IfThenElse(hn::Lt(v, last), v, last);
-            }
-        }
-        if constexpr (kBackward) *derivative = dv;
-        return v;
-    }
-    // The scalar code's index of grid value c (and its derivative, backward).
-    HWY_INLINE S Scalar(S c, S* derivative) const {
-        if constexpr (kBackward) return SourceIndexWithDerivative<S, P>(c, size, align, derivative);
-        return SourceIndex<S, P>(c, size, align);
-    }
-};
-
-// Source indices of `padded` grid values along an axis (SourceIndexLanes), into index[i] and,
-// backward, derivative[i].
-template <typename S, Padding P, bool kBackward>
-HWY_INLINE void BlockSourceIndicesOf(const S* HWY_RESTRICT coord, int padded, int64_t size, bool align,
-                                     S* HWY_RESTRICT index, S* HWY_RESTRICT derivative) {
-    using D = hn::ScalableTag<S>;
-    const D d;
-    const SourceIndexLanes<D, P, kBackward> indexer(d, size, align);
-    const int lanes = static_cast<int>(hn::Lanes(d));
-    for (int i = 0; i < padded; i += lanes) {
-        if constexpr (decltype(indexer)::kVectors) {
-            hn::Vec<D> dv;
-            hn::Mask<D> scalar;
-            hn::Store(indexer(d, hn::Load(d, coord + i), &dv, &scalar), d, index + i);
-            if constexpr (kBackward) hn::Store(dv, d, derivative + i);
-            if (!decltype(indexer)::kMarksLanes || hn::AllFalse(d, scalar)) continue;
-        }
-        for (int j = i; j < i + lanes; ++j) index[j] = indexer.Scalar(coord[j], kBackward ? &derivative[j] : nullptr);
-    }
-}
-
-// The same with the padding mode chosen at run time, once per block: the only kernel code
-// compiled once per padding mode (the callers are compiled once for all three).
-template <typename S, bool kBackward>
-HWY_INLINE void BlockSourceIndices(const S* HWY_RESTRICT coord, int padded, int64_t size, const SamplerOptions& options,
-                                   S* HWY_RESTRICT index, S* HWY_RESTRICT derivative) {
-    DispatchPadding(options.padding, [&](auto mode) HWY_ATTR {
-        BlockSourceIndicesOf<S, decltype(mode)::value, kBackward>(coord, padded, size, options.align_corners, index,
-                                                                   derivative);
-    });
-}
-
-// The three axes' source indices (x, y, z) of a block, one switch on the padding mode for all
-// three. size: the input's (N, C, D, H, W).
-template <typename S, bool kBackward>
-HWY_INLINE void BlockSourceIndices3(const S (*HWY_RESTRICT coord)[kBlock], int padded, const int64_t* size,
-                                    const SamplerOptions& options, S* HWY_RESTRICT ix, S* HWY_RESTRICT iy,
-                                    S* HWY_RESTRICT iz, S* HWY_RESTRICT mx, S* HWY_RESTRICT my, S* HWY_RESTRICT mz) {
-    const bool align = options.align_corners;
-    DispatchPadding(options.padding, [&](auto mode) HWY_ATTR {
-        constexpr Padding P = decltype(mode)::value;
-        BlockSourceIndicesOf<S, P, kBackward>(coord[0], padded, size[4], align, ix, mx);
-        BlockSourceIndicesOf<S, P, kBackward>(coord[1], padded, size[3], align, iy, my);
-        BlockSourceIndicesOf<S, P, kBackward>(coord[2], padded, size[2], align, iz, mz);
-    });
-}
 
 template <typename S>
 struct BlockCells {

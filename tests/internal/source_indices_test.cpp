@@ -1,4 +1,4 @@
-// The SIMD source indices (BlockSourceIndices, simd_cells-inl.h) against the scalar code that
+// The SIMD source indices (BlockSourceIndices, source_indices-inl.h) against the scalar code that
 // follows PyTorch's formulas (coordinates.h), bit for bit, on every SIMD target compiled and
 // supported here: zeros, border and reflection (vector form with a fused multiply-add where
 // the target has one), forward and backward clips, float and double. The values include
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "kernels/coordinates.h"
-#include "kernels/simd_cells-inl.h"
+#include "kernels/source_indices-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {

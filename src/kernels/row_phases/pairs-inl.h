@@ -101,8 +101,8 @@ struct AxisCell {
             ok[0] = hn::Or(every, from_first), ok[1] = hn::Or(every, from_second);
         } else {
             // FloorIndex's -2 for NaN, inf and indices beyond [-1, size]: both corners then
-            // clamp to plane 0, as in the scan's row ranges (BilinearPlanes) and BlockCells, so
-            // that the backward's slabs agree on every corner's plane.
+            // clamp to plane 0, as BlockCells has them; the scan's row ranges take their
+            // planes from here (BilinearPlanes), so the backward's slabs agree on each one.
             const M near = hn::And(hn::Ge(i, minus_one), hn::Le(i, hn::Set(d, static_cast<S>(size))));
             const V first = hn::IfThenElse(near, floor, hn::Set(d, S(-2))), next = hn::Add(first, one);
             index[0] = clamp(first, static_cast<S>(size - 1)), index[1] = clamp(next, static_cast<S>(size - 1));
@@ -211,9 +211,9 @@ struct KeptMasks {
 
 // Phase 1 of a block's points, for phase 3 to load: per axis and slot (or corner) the weight;
 // per corner k (x slot = bit 0, y = bit 1, z = bit 2) whether it counts (KeptMasks: the
-// three axes' masks combined once here, not per channel); along the slotted axes (x, y) the sign of each slot's
-// term in d(weight)/d(index) (z's corners keep -1 and +1); the corner rows' offsets; and the
-// planes of the two z corners (for the backward's slab cuts).
+// three axes' masks combined once here, not per channel); along the slotted axes (x, y) the
+// sign of each slot's term in d(weight)/d(index) (z's corners keep -1 and +1); the corner
+// rows' offsets; and the planes of the two z corners (for the backward's slab cuts).
 template <typename S>
 struct RowCells {
     HWY_ALIGN S w[3][2][kBlock];
@@ -252,20 +252,7 @@ struct RowCells {
         bool all = true;
         for (int i = 0; i < padded; i += lanes) {
             hn::Vec<D> v[3];
-            for (int a = 0; a < 3; ++a) {
-                hn::Mask<D> scalar = hn::FirstN(d, static_cast<size_t>(lanes));
-                if constexpr (Indexer::kVectors) {
-                    hn::Vec<D> dv;
-                    v[a] = axis_index[a](d, hn::Load(d, coord[a] + i), &dv, &scalar);
-                    if constexpr (kBackward) hn::Store(dv, d, derivative[a] + i);
-                }
-                if (Indexer::kMarksLanes && !hn::AllFalse(d, scalar)) {
-                    HWY_ALIGN S lane_index[hn::MaxLanes(d)];
-                    for (int j = 0; j < lanes; ++j)
-                        lane_index[j] = axis_index[a].Scalar(coord[a][i + j], kBackward ? &derivative[a][i + j] : nullptr);
-                    v[a] = hn::Load(d, lane_index);
-                }
-            }
+            for (int a = 0; a < 3; ++a) v[a] = axis_index[a].At(d, coord[a] + i, kBackward ? derivative[a] + i : nullptr);
             const auto real = hn::FirstN(d, static_cast<size_t>(count > i ? count - i : 0));
             if (i + lanes > count)
                 for (int a = 0; a < 3; ++a) v[a] = hn::IfThenElse(real, v[a], hn::Set(d, S(-4)));
