@@ -15,6 +15,7 @@
 
 #include <hwy/highway.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/coordinates.h"
@@ -28,18 +29,41 @@ namespace HWY_NAMESPACE {
 
 namespace hn = hwy::HWY_NAMESPACE;
 
+// A reflection's bounds as PyTorch's reflect_coordinates has them: the low end min and the
+// span, from twice_low and twice_high; and the largest offset t = in - min that it leaves as
+// it is (floor(t / span) is 0 in S's rounding up to there, and not beyond), found once so that
+// ReflectLanes can tell such vectors with two comparisons.
+template <typename S>
+struct ReflectSpan {
+    S min, span, identity_top = S(-1);  // -1: no offset (an empty span)
+
+    ReflectSpan(int64_t twice_low, int64_t twice_high)
+        : min(static_cast<S>(twice_low) / 2), span(static_cast<S>(twice_high - twice_low) / 2) {
+        if (!(span > 0)) return;
+        identity_top = span;
+        while (!(identity_top / span < S(1))) identity_top = std::nextafter(identity_top, S(0));
+    }
+};
+
 // Reflection (ReflectWithDerivative) of unnormalized indices `in` in vector form, lane for
 // lane equal to the scalar code, NaN and inf included: fmod is exact, and so is
 // in - q * span computed with a fused multiply-add once q = floor(in / span) is corrected
 // (the division may round it up or down by one; the sign of each FMA's exactly rounded
 // result says which). Lanes with in >= 2^22 * span (where q + 1 may not be exact) are marked
-// in `scalar` for the caller to redo with the scalar code. Needs a native FMA.
+// in `scalar` for the caller to redo with the scalar code. A vector whose offsets from min all
+// lie in [0, identity_top] (most of a grid's inside) is left as it is, which is what the
+// general path computes for it (q = 0, no flip), at a fraction of the cost. Needs a native FMA.
 template <class D, class V = hn::Vec<D>>
-HWY_INLINE V ReflectLanes(D d, V in, int64_t twice_low, int64_t twice_high, V* derivative, hn::Mask<D>* scalar) {
+HWY_INLINE V ReflectLanes(D d, V in, const ReflectSpan<hn::TFromD<D>>& bounds, V* derivative, hn::Mask<D>* scalar) {
     using S = hn::TFromD<D>;
-    const V min = hn::Set(d, static_cast<S>(twice_low) / 2), span = hn::Set(d, static_cast<S>(twice_high - twice_low) / 2);
+    const V min = hn::Set(d, bounds.min), span = hn::Set(d, bounds.span);
     const V one = hn::Set(d, S(1)), zero = hn::Zero(d);
     in = hn::Sub(in, min);
+    if (hn::AllTrue(d, hn::And(hn::Ge(in, zero), hn::Le(in, hn::Set(d, bounds.identity_top))))) {
+        *derivative = one;
+        *scalar = hn::FirstN(d, 0);
+        return hn::Add(in, min);
+    }
     const auto negative = hn::Lt(in, zero);
     const V sign = hn::IfThenElse(negative, hn::Neg(one), one);
     in = hn::IfThenElse(negative, hn::Neg(in), in);
@@ -72,12 +96,14 @@ struct SourceIndexLanes {
     static constexpr bool kVectors = P != Padding::kReflection || HWY_NATIVE_FMA;
     static constexpr bool kMarksLanes = P == Padding::kReflection;  // lanes for Scalar, if any
     int64_t size, twice_low, twice_high;
+    ReflectSpan<S> reflect;
     bool align;
     V one, half, zero, last, extent, unnormalize_derivative;
 
     HWY_INLINE SourceIndexLanes(D d, int64_t axis_size, bool align_corners)
         : size(axis_size), twice_low(align_corners ? 0 : -1),
-          twice_high(align_corners ? 2 * (axis_size - 1) : 2 * axis_size - 1), align(align_corners),
+          twice_high(align_corners ? 2 * (axis_size - 1) : 2 * axis_size - 1), reflect(twice_low, twice_high),
+          align(align_corners),
           one(hn::Set(d, S(1))), half(hn::Set(d, S(0.5))), zero(hn::Zero(d)),
           last(hn::Set(d, static_cast<S>(axis_size - 1))), extent(hn::Set(d, static_cast<S>(axis_size))),
           unnormalize_derivative(hn::Set(d, UnnormalizeDerivative<S>(axis_size, align_corners))) {}
@@ -93,7 +119,7 @@ struct SourceIndexLanes {
         V reflect_derivative = one;
         if constexpr (P == Padding::kReflection) {
             if (twice_low != twice_high) {
-                v = ReflectLanes(d, v, twice_low, twice_high, &reflect_derivative, scalar);
+                v = ReflectLanes(d, v, reflect, &reflect_derivative, scalar);
             } else {  // one plane, aligned: 0, derivative 0
                 v = zero;
                 reflect_derivative = zero;

@@ -88,39 +88,46 @@ void CheckAxis(int64_t size, bool align) {
 
 // ReflectLanes on unnormalized indices within 64 ulps of each multiple of the span (where
 // the rounded in / span can land on either side of an integer) against the scalar
-// ReflectWithDerivative. Lanes that ReflectLanes leaves to the scalar code are skipped.
+// ReflectWithDerivative, first in vectors of consecutive values, then each value in a vector
+// of its own (so that every value near the ends of the span is reflected by the path for
+// vectors left as they are where it qualifies, and by the general path where it does not).
+// Lanes that ReflectLanes leaves to the scalar code are skipped.
 template <typename S>
 void CheckReflectNearMultiples(int64_t twice_low, int64_t twice_high) {
     const hn::ScalableTag<S> d;
     const size_t lanes = hn::Lanes(d);
-    const S low = static_cast<S>(twice_low) / 2, span = static_cast<S>(twice_high - twice_low) / 2;
+    const ReflectSpan<S> bounds(twice_low, twice_high);
     std::vector<S> values;
     for (int k = -40; k <= 40; ++k) {
-        S v = static_cast<S>(k) * span + low;
+        S v = static_cast<S>(k) * bounds.span + bounds.min;
         for (int step = 0; step < 64; ++step) v = std::nextafter(v, -std::numeric_limits<S>::infinity());
         for (int step = 0; step < 129; ++step, v = std::nextafter(v, std::numeric_limits<S>::infinity()))
             values.push_back(v);
     }
     values.resize((values.size() + lanes - 1) / lanes * lanes, S(0));
     HWY_ALIGN S result[HWY_MAX_BYTES / sizeof(S)], derivative[HWY_MAX_BYTES / sizeof(S)];
-    for (size_t first = 0; first < values.size(); first += lanes) {
+    HWY_ALIGN S left_to_scalar[HWY_MAX_BYTES / sizeof(S)];
+    auto check = [&](hn::Vec<decltype(d)> in, const S* expected_of, size_t count) {
         hn::Vec<decltype(d)> reflect_derivative;
         hn::Mask<decltype(d)> scalar;
-        hn::Store(ReflectLanes(d, hn::LoadU(d, values.data() + first), twice_low, twice_high, &reflect_derivative, &scalar),
-                  d, result);
+        hn::Store(ReflectLanes(d, in, bounds, &reflect_derivative, &scalar), d, result);
         hn::Store(reflect_derivative, d, derivative);
-        HWY_ALIGN S left_to_scalar[HWY_MAX_BYTES / sizeof(S)];
         hn::Store(hn::IfThenElseZero(scalar, hn::Set(d, S(1))), d, left_to_scalar);
-        for (size_t i = 0; i < lanes; ++i) {
+        for (size_t i = 0; i < count; ++i) {
             if (left_to_scalar[i] != 0) continue;
             S expected_derivative;
-            const S expected = ReflectWithDerivative(values[first + i], twice_low, twice_high, &expected_derivative);
+            const S expected = ReflectWithDerivative(expected_of[i], twice_low, twice_high, &expected_derivative);
             ASSERT_TRUE(SameBits(result[i], expected) && SameBits(derivative[i], expected_derivative))
-                << hwy::TargetName(HWY_TARGET) << " reflect " << values[first + i] << " into [" << twice_low << " / 2, "
+                << hwy::TargetName(HWY_TARGET) << " reflect " << expected_of[i] << " into [" << twice_low << " / 2, "
                 << twice_high << " / 2]: " << result[i] << " (scalar " << expected << "), derivative " << derivative[i]
                 << " (scalar " << expected_derivative << ")";
         }
-    }
+    };
+    for (size_t first = 0; first < values.size(); first += lanes) check(hn::LoadU(d, values.data() + first), values.data() + first, lanes);
+    for (const S& value : values) check(hn::Set(d, value), &value, 1);
+    // The top of the span left as it is: its own offset qualifies, the next float's does not.
+    const S top = bounds.identity_top, past = std::nextafter(top, std::numeric_limits<S>::infinity());
+    ASSERT_TRUE(top / bounds.span < S(1) && !(past / bounds.span < S(1))) << top << " of span " << bounds.span;
 }
 
 template <typename S>
