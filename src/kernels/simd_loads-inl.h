@@ -119,12 +119,25 @@ HWY_INLINE void LoadGridValues(PointAt point, int64_t cs, int count, int padded,
 
 // The grid values of `count` consecutive points of a row (point i's first value at
 // first + i * gs, the values cs apart) into coord[axis][i]; lanes up to `padded` get 0. A
-// packed row (x, y, z, x, y, z, ...) in the compute type is loaded in vectors. kWidth: the
-// block's points (kBlock; tricubic's blocks are smaller).
+// packed row (x, y, z, x, y, z, ...) is loaded in vectors: fp16 and bf16 converted to the
+// compute type first, the whole vectors' values at once. kWidth: the block's points (kBlock;
+// tricubic's blocks are smaller).
 template <typename T, typename S, size_t kWidth>
 HWY_INLINE void LoadGridRow(const T* HWY_RESTRICT first, int64_t gs, int64_t cs, int count, int padded,
                             S (*HWY_RESTRICT coord)[kWidth]) {
-    if constexpr (std::is_same_v<T, S>) {
+    if constexpr (!std::is_same_v<T, S>) {
+        if (cs == 1 && gs == 3) {
+            const hn::ScalableTag<S> d;
+            const int lanes = static_cast<int>(hn::Lanes(d)), whole = count / lanes * lanes;
+            HWY_ALIGN S converted[3 * kWidth];
+            for (int j = 0; j < 3 * whole; j += lanes) hn::Store(LoadLanes(d, first + j), d, converted + j);
+            LoadGridRow(converted, 3, 1, whole, whole, coord);
+            for (int i = whole; i < count; ++i)
+                for (int axis = 0; axis < 3; ++axis) coord[axis][i] = LoadElement(first + 3 * i + axis);
+            for (int i = count; i < padded; ++i) coord[0][i] = coord[1][i] = coord[2][i] = 0;
+            return;
+        }
+    } else {
         if (cs == 1 && gs == 3) {
             const hn::ScalableTag<S> d;
             const int lanes = static_cast<int>(hn::Lanes(d));
