@@ -4,11 +4,12 @@
 //   (scalar) whether every tap is inside (its rows are then runs of 4 along x, read without
 //   any test), else the taps' padded indices;
 // - phase 2 (scalar moves, per channel): each point's 16 tap rows (z, y) of 4 values along x
-//   into the block's buffer, laid out [row][point][4]; a tap that reads 0 (zeros padding) gives 0;
-// - phase 3 (vectors, per channel): LoadInterleaved4 turns a row's [point][4] into 4 vectors
-//   over the points; rows along x, then planes along y, then the sample along z, each a sum in
-//   tap order (and for gridGrad the same with one axis's weight gradients), or the amounts
-//   the backward adds to each tap.
+//   into the block's buffer, laid out [row][slot][4] (Slot: an order that makes phase 3's
+//   transposes cheap); a tap that reads 0 (zeros padding) gives 0;
+// - phase 3 (vectors, per channel): LoadTapRow turns a row's [slot][4] into 4 vectors over the
+//   points; rows along x, then planes along y, then the sample along z, each a sum in tap
+//   order (and for gridGrad the same with one axis's weight gradients), or the amounts the
+//   backward adds to each tap (StoreTapRow).
 // Every point, inside or at the edges, goes through the same arithmetic, on every SIMD target.
 //
 // Compiled into each SIMD target: included by tricubic/forward-inl.h and backward-inl.h
@@ -56,12 +57,71 @@ struct CubicBlock {
     bool inside[kCubicBlock];                      // every tap inside: no padding applies
     alignas(64) CubicIndex<S> first_index[3][kCubicBlock];  // a point inside: its first tap per axis
     int64_t index[3][4][kCubicBlock];              // a point not inside: each tap's padded index, -1: reads 0
-    alignas(64) S values[16][kCubicBlock][4];      // per channel: tap rows (z * 4 + y) of each point
+    alignas(64) S values[16][kCubicBlock][4];      // per channel: tap rows (z * 4 + y), at each point's Slot
 
     int64_t TapIndex(int axis, int tap, int p) const {
         return inside[p] ? first_index[axis][p] + tap : index[axis][tap][p];
     }
 };
+
+// Whether a vector's tap rows are turned into tap vectors by 4x4 transposes within its 128-bit
+// blocks alone (TransposeBlocks4: 8 shuffles, where LoadInterleaved4 also moves whole blocks
+// across the four vectors, 16 in all on AVX-512): fp32 on the fixed-width targets with whole
+// blocks of 4 lanes. The points' rows are then kept in the order that makes those transposes
+// give the points in order (Slot).
+template <typename S>
+constexpr bool kTapsInBlocks = sizeof(S) == 4 && !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR &&
+                               hn::MaxLanes(hn::ScalableTag<S>()) >= 4;
+
+// Where point p's tap rows lie in CubicBlock::values: with kTapsInBlocks, within each vector
+// of L points, point q at (q % 4) * (L / 4) + q / 4, so that lane j of block m of the
+// transposed vectors is point 4 m + j; else at p.
+template <typename S>
+HWY_INLINE int Slot(int p) {
+    if constexpr (!kTapsInBlocks<S>) return p;
+    const int lanes = static_cast<int>(hn::Lanes(hn::ScalableTag<S>()));
+    const int q = p % lanes;
+    return p - q + (q % 4) * (lanes / 4) + q / 4;
+}
+
+// 4x4 transposes within each 128-bit block of v[0..3]: afterwards, block m of v[i] holds lane
+// i of block m of v[0], v[1], v[2], v[3] in turn. Its own inverse. (Not on the scalar target,
+// which has no blocks.)
+#if HWY_TARGET != HWY_SCALAR
+template <class D, class V>
+HWY_INLINE void TransposeBlocks4(D d, V* v) {
+    const hn::Repartition<uint64_t, D> d64;
+    const V t0 = hn::InterleaveLower(d, v[0], v[1]), t1 = hn::InterleaveUpper(d, v[0], v[1]);
+    const V t2 = hn::InterleaveLower(d, v[2], v[3]), t3 = hn::InterleaveUpper(d, v[2], v[3]);
+    v[0] = hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, t0), hn::BitCast(d64, t2)));
+    v[1] = hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, t0), hn::BitCast(d64, t2)));
+    v[2] = hn::BitCast(d, hn::InterleaveLower(d64, hn::BitCast(d64, t1), hn::BitCast(d64, t3)));
+    v[3] = hn::BitCast(d, hn::InterleaveUpper(d64, hn::BitCast(d64, t1), hn::BitCast(d64, t3)));
+}
+#endif
+
+// A tap row of the points at p .. p + lanes - 1 (row: its values from slot p on) as four
+// vectors of taps over the points, in point order; and back (StoreTapRow).
+template <class D, typename S = hn::TFromD<D>>
+HWY_INLINE void LoadTapRow(D d, const S* HWY_RESTRICT row, hn::Vec<D>* v) {
+    if constexpr (kTapsInBlocks<S>) {
+        const size_t lanes = hn::Lanes(d);
+        for (size_t i = 0; i < 4; ++i) v[i] = hn::Load(d, row + i * lanes);
+        TransposeBlocks4(d, v);
+    } else {
+        hn::LoadInterleaved4(d, row, v[0], v[1], v[2], v[3]);
+    }
+}
+template <class D, typename S = hn::TFromD<D>>
+HWY_INLINE void StoreTapRow(D d, hn::Vec<D>* v, S* HWY_RESTRICT row) {
+    if constexpr (kTapsInBlocks<S>) {
+        const size_t lanes = hn::Lanes(d);
+        TransposeBlocks4(d, v);
+        for (size_t i = 0; i < 4; ++i) hn::Store(v[i], d, row + i * lanes);
+    } else {
+        hn::StoreInterleaved4(v[0], v[1], v[2], v[3], d, row);
+    }
+}
 
 // The weights of the four taps (w) and, with kGrads, minus their derivatives (g), PyTorch's
 // get_cubic_upsample_coefficients and get_cubic_coefficients_grad, on a vector of fractions t.
@@ -152,8 +212,8 @@ HWY_INLINE void CubicPhase1(const T* g, int64_t point_stride, int64_t coord_stri
                     PaddedTap<S>(b->first[a][p] + static_cast<S>(k), sizes[a], options.padding, options.align_corners);
         }
     }
-    if (count < kCubicBlock)  // the lanes past count hold 0 in every phase
-        for (int r = 0; r < 16; ++r) std::memset(b->values[r][count], 0, sizeof(S) * 4 * (kCubicBlock - count));
+    for (int p = count; p < kCubicBlock; ++p)  // the lanes past count hold 0 in every phase
+        for (int r = 0; r < 16; ++r) std::memset(b->values[r][Slot<S>(p)], 0, sizeof(S) * 4);
 }
 
 // Phase 2: one channel's tap rows (in_c: its element 0; stride: the x, y, z strides).
@@ -164,15 +224,16 @@ HWY_INLINE void CubicPhase2(const T* in_c, const int64_t* stride, CubicBlock<S>*
     const bool runs = stride[0] == 1 && std::is_same_v<T, S>;  // a row's 4 taps moved as one
     for (int p = 0; p < b->count; ++p) {
         const int64_t(*index)[4][kCubicBlock] = b->index;
+        const int slot = Slot<S>(p);
         if (b->inside[p]) {
             const T* base = in_c + b->first_index[2][p] * stride[2] + b->first_index[1][p] * stride[1] +
                             b->first_index[0][p] * stride[0];
             if (runs) {
-                for (int r = 0; r < 16; ++r) std::memcpy(b->values[r][p], base + row_offset[r], 4 * sizeof(S));
+                for (int r = 0; r < 16; ++r) std::memcpy(b->values[r][slot], base + row_offset[r], 4 * sizeof(S));
                 continue;
             }
             for (int r = 0; r < 16; ++r)
-                for (int i = 0; i < 4; ++i) b->values[r][p][i] = ToCompute(base[row_offset[r] + i * stride[0]]);
+                for (int i = 0; i < 4; ++i) b->values[r][slot][i] = ToCompute(base[row_offset[r] + i * stride[0]]);
             continue;
         }
         // Without branches (a tap outside reads element 0 and keeps 0): tested tap by tap,
@@ -185,7 +246,7 @@ HWY_INLINE void CubicPhase2(const T* in_c, const int64_t* stride, CubicBlock<S>*
                 const int64_t x = index[0][i][p];
                 const bool inside = row_inside & (x >= 0);
                 const S value = ToCompute(in_c[inside ? row + x * stride[0] : 0]);
-                b->values[r][p][i] = inside ? value : S(0);
+                b->values[r][slot][i] = inside ? value : S(0);
             }
         }
     }
@@ -223,7 +284,7 @@ HWY_INLINE void CubicPhase3(const CubicBlock<S>& b, S* sample, S* dx, S* dy, S* 
             V row[4], row_dx[4];
             for (int j = 0; j < 4; ++j) {
                 V v[4];
-                hn::LoadInterleaved4(d, &b.values[k * 4 + j][p][0], v[0], v[1], v[2], v[3]);
+                LoadTapRow(d, &b.values[k * 4 + j][p][0], v);
                 row[j] = Dot4(v, wx);
                 if constexpr (kSums) row_dx[j] = Dot4(v, gx);
             }
@@ -260,7 +321,7 @@ HWY_INLINE void CubicAmounts(const S* grad, CubicBlock<S>* b) {
             for (int j = 0; j < 4; ++j) {
                 V a[4];
                 for (int i = 0; i < 4; ++i) a[i] = hn::Mul(hn::Mul(gx[i], wy[j]), wz[k]);
-                hn::StoreInterleaved4(a[0], a[1], a[2], a[3], d, &b->values[k * 4 + j][p][0]);
+                StoreTapRow(d, a, &b->values[k * 4 + j][p][0]);
             }
     }
 }
@@ -275,6 +336,8 @@ HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* st
     const hn::CappedTag<S, 4> d4;  // a run of 4 taps in one vector, or in two
     const int lanes = static_cast<int>(hn::Lanes(d4));
     for (int p = 0; p < b.count; ++p) {
+        const S(*values)[kCubicBlock][4] = b.values;
+        const int slot = Slot<S>(p);
         if (b.inside[p]) {
             const int64_t z0 = b.first_index[2][p];
             S* base = acc_c + z0 * stride[2] + b.first_index[1][p] * stride[1] + b.first_index[0][p] * stride[0];
@@ -285,9 +348,9 @@ HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* st
                 S* run = base + row_offset[r];
                 if (stride[0] == 1) {
                     for (int i = 0; i < 4; i += lanes)
-                        hn::StoreU(hn::Add(hn::LoadU(d4, run + i), hn::LoadU(d4, b.values[r][p] + i)), d4, run + i);
+                        hn::StoreU(hn::Add(hn::LoadU(d4, run + i), hn::LoadU(d4, values[r][slot] + i)), d4, run + i);
                 } else {
-                    for (int i = 0; i < 4; ++i) run[i * stride[0]] += b.values[r][p][i];
+                    for (int i = 0; i < 4; ++i) run[i * stride[0]] += values[r][slot][i];
                 }
             }
             continue;
@@ -297,7 +360,7 @@ HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* st
             if (z < z_begin || z >= z_end || y < 0) continue;  // another thread's planes, or outside
             S* row = acc_c + z * stride[2] + y * stride[1];
             for (int i = 0; i < 4; ++i)
-                if (b.index[0][i][p] >= 0) row[b.index[0][i][p] * stride[0]] += b.values[r][p][i];
+                if (b.index[0][i][p] >= 0) row[b.index[0][i][p] * stride[0]] += values[r][slot][i];
         }
     }
 }
