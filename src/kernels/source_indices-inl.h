@@ -15,8 +15,9 @@
 
 #include <hwy/highway.h>
 
-#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "kernels/coordinates.h"
 #include "kernels/dispatch.h"
@@ -31,17 +32,23 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // A reflection's bounds as PyTorch's reflect_coordinates has them: the low end min and the
 // span, from twice_low and twice_high; and the largest offset t = in - min that it leaves as
-// it is (floor(t / span) is 0 in S's rounding up to there, and not beyond), found once so that
-// ReflectLanes can tell such vectors with two comparisons.
+// it is (floor(t / span) = 0 in S's rounding), so that ReflectLanes can tell such vectors with
+// two comparisons. That offset is the float just below span: t / span is then
+// 1 - ulp(span) / span, more than half the spacing of the floats just below 1 away from 1, so
+// it rounds below 1 (spans are at least 1/2, never subnormal); taken from span's bits, since
+// SourceIndexLanes is made per block.
 template <typename S>
 struct ReflectSpan {
-    S min, span, identity_top = S(-1);  // -1: no offset (an empty span)
+    S min = 0, span = 0, identity_top = S(-1);  // -1: no offset (an empty span)
 
+    ReflectSpan() = default;
     ReflectSpan(int64_t twice_low, int64_t twice_high)
         : min(static_cast<S>(twice_low) / 2), span(static_cast<S>(twice_high - twice_low) / 2) {
         if (!(span > 0)) return;
-        identity_top = span;
-        while (!(identity_top / span < S(1))) identity_top = std::nextafter(identity_top, S(0));
+        std::conditional_t<sizeof(S) == 4, uint32_t, uint64_t> bits;
+        std::memcpy(&bits, &span, sizeof(S));
+        --bits;  // the next float towards 0
+        std::memcpy(&identity_top, &bits, sizeof(S));
     }
 };
 
@@ -96,7 +103,7 @@ struct SourceIndexLanes {
     static constexpr bool kVectors = P != Padding::kReflection || HWY_NATIVE_FMA;
     static constexpr bool kMarksLanes = P == Padding::kReflection;  // lanes for Scalar, if any
     int64_t size, twice_low, twice_high;
-    ReflectSpan<S> reflect;
+    ReflectSpan<S> reflect;  // reflection's only
     bool align;
     V one, half, zero, last, extent, unnormalize_derivative;
 
