@@ -103,7 +103,7 @@ struct SourceIndexLanes {
     static constexpr bool kVectors = P != Padding::kReflection || HWY_NATIVE_FMA;
     static constexpr bool kMarksLanes = P == Padding::kReflection;  // lanes for Scalar, if any
     int64_t size, twice_low, twice_high;
-    ReflectSpan<S> reflect;  // reflection's only
+    ReflectSpan<S> reflect;  // read by reflection only
     bool align;
     V one, half, zero, last, extent, unnormalize_derivative;
 

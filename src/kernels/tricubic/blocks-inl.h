@@ -335,8 +335,8 @@ HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* st
     for (int r = 0; r < 16; ++r) row_offset[r] = (r >> 2) * stride[2] + (r & 3) * stride[1];
     const hn::CappedTag<S, 4> d4;  // a run of 4 taps in one vector, or in two
     const int lanes = static_cast<int>(hn::Lanes(d4));
+    const S(*values)[kCubicBlock][4] = b.values;
     for (int p = 0; p < b.count; ++p) {
-        const S(*values)[kCubicBlock][4] = b.values;
         const int slot = Slot<S>(p);
         if (b.inside[p]) {
             const int64_t z0 = b.first_index[2][p];
