@@ -102,14 +102,14 @@ struct SourceIndexLanes {
     using S = hn::TFromD<D>;
     static constexpr bool kVectors = P != Padding::kReflection || HWY_NATIVE_FMA;
     static constexpr bool kMarksLanes = P == Padding::kReflection;  // lanes for Scalar, if any
-    int64_t size, twice_low, twice_high;
-    ReflectSpan<S> reflect;  // read by reflection only
+    int64_t size;
+    ReflectSpan<S> reflect;  // PyTorch's bounds for this axis and alignment; read by reflection only
     bool align;
     V one, half, zero, last, extent, unnormalize_derivative;
 
     HWY_INLINE SourceIndexLanes(D d, int64_t axis_size, bool align_corners)
-        : size(axis_size), twice_low(align_corners ? 0 : -1),
-          twice_high(align_corners ? 2 * (axis_size - 1) : 2 * axis_size - 1), reflect(twice_low, twice_high),
+        : size(axis_size),
+          reflect(align_corners ? 0 : -1, align_corners ? 2 * (axis_size - 1) : 2 * axis_size - 1),
           align(align_corners),
           one(hn::Set(d, S(1))), half(hn::Set(d, S(0.5))), zero(hn::Zero(d)),
           last(hn::Set(d, static_cast<S>(axis_size - 1))), extent(hn::Set(d, static_cast<S>(axis_size))),
@@ -125,7 +125,7 @@ struct SourceIndexLanes {
         *scalar = hn::FirstN(d, 0);
         V reflect_derivative = one;
         if constexpr (P == Padding::kReflection) {
-            if (twice_low != twice_high) {
+            if (reflect.span > 0) {  // twice_low != twice_high
                 v = ReflectLanes(d, v, reflect, &reflect_derivative, scalar);
             } else {  // one plane, aligned: 0, derivative 0
                 v = zero;

@@ -194,13 +194,15 @@ HWY_NOINLINE void RowPhasesBackwardBlock(const Problem<T>& pb, int64_t n, const 
     if constexpr (kStoresLanes<T, S>) {  // a packed row's whole vectors: interleaved, then rounded to T
         if (!restricted && points.row_segment && points.grid_grad_w == 3 && a.grid_grad.stride[4] == 1)
             for (T* gg = pb.ggrid + points.grid_grad[0]; i + lanes <= count; i += lanes) {
-                HWY_ALIGN S xyz[3 * hn::MaxLanes(d)];
-                S* to = std::is_same_v<T, S> ? reinterpret_cast<S*>(gg + 3 * i) : xyz;
-                hn::StoreInterleaved3(hn::Mul(hn::Load(d, m[0] + i), hn::Load(d, sum[0] + i)),
-                                      hn::Mul(hn::Load(d, m[1] + i), hn::Load(d, sum[1] + i)),
-                                      hn::Mul(hn::Load(d, m[2] + i), hn::Load(d, sum[2] + i)), d, to);
-                if constexpr (!std::is_same_v<T, S>)
+                hn::Vec<decltype(d)> grad[3];
+                for (int axis = 0; axis < 3; ++axis) grad[axis] = hn::Mul(hn::Load(d, m[axis] + i), hn::Load(d, sum[axis] + i));
+                if constexpr (std::is_same_v<T, S>) {
+                    hn::StoreInterleaved3(grad[0], grad[1], grad[2], d, gg + 3 * i);
+                } else {
+                    HWY_ALIGN S xyz[3 * hn::MaxLanes(d)];
+                    hn::StoreInterleaved3(grad[0], grad[1], grad[2], d, xyz);
                     for (int k = 0; k < 3; ++k) StoreLanes(d, hn::Load(d, xyz + k * lanes), gg + 3 * i + k * lanes);
+                }
             }
     }
     const int64_t ggs = a.grid_grad.stride[4];
