@@ -1,7 +1,7 @@
 // The tricubic extension (include/gridsampler3d/tricubic3d.h) beyond the reference matrix
 // (grid_sampler3d_matrix_test) and the finite differences: its calls' checks and messages,
 // modes 0 and 1 through it equal to the aclnn calls, NaN, inf and huge coordinates, and the
-// same bits for any thread count.
+// same bits for any thread count and on every SIMD target.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +15,7 @@
 #include "gridsampler3d/tricubic3d.h"
 #include "support/backward_case.h"
 #include "support/op_runner.h"
+#include "support/simd_target.h"
 #include "support/test_tensor.h"
 
 namespace gs3d_test {
@@ -147,6 +148,47 @@ TEST(TricubicThreads, SameBitsForAnyThreadCount) {
                 ASSERT_TRUE(BitwiseEqual(results[t][i], results[0][i])) << "threads " << t + 1 << ", element " << i;
     }
     ASSERT_EQ(gs3dSetNumThreads(0), ACL_SUCCESS);
+}
+
+// Every SIMD target gives the same bits (design.md), for every padding: the taps' padding in
+// vectors (reflection's marked lanes and the targets without vector reflection in scalar
+// code), the edge points' moves and the transposes of each vector width. A random grid over a
+// small volume puts most points at the edges; some coordinates are NaN, inf or huge.
+TEST(TricubicTargets, SameBitsOnEverySimdTarget) {
+    const double kInf = std::numeric_limits<double>::infinity();
+    const std::vector<double> unusual = {std::numeric_limits<double>::quiet_NaN(), kInf, -kInf, 3e9, -3e9, 1e6, -7.5};
+    for (const aclDataType type : {ACL_FLOAT, ACL_DOUBLE})
+        for (int padding : {0, 1, 2})
+            for (bool align : {false, true}) {
+                SCOPED_TRACE("type " + std::to_string(type) + " padding " + std::to_string(padding) + " align " +
+                             std::to_string(align));
+                const RefOptions options{2, padding, align};
+                std::vector<double> first;
+                std::string first_target;
+                ForEachSimdTarget([&](const std::string& target) {
+                    BackwardCase c(type, 1, 2, 6, 7, 9, 2, 3, 37, 11u);
+                    for (size_t i = 0; i < unusual.size(); ++i) {  // on point (0, 1, 5 i), axis i % 3
+                        const int64_t at = c.grid_values.Index(0, 0, 1, static_cast<int64_t>(5 * i), static_cast<int64_t>(i % 3));
+                        c.grid_values.values[static_cast<size_t>(at)] = unusual[i];
+                        c.grid.Set(at, unusual[i]);
+                    }
+                    TestTensor out({1, 2, 2, 3, 37}, type);
+                    ASSERT_EQ(RunForward(c.input.get(), c.grid.get(), options, out.get()), ACLNN_SUCCESS);
+                    ASSERT_EQ(c.Run(std::vector<bool>{true, true}, options), ACLNN_SUCCESS);
+                    std::vector<double> all;
+                    for (const TestTensor* t : {&out, &c.input_grad, &c.grid_grad})
+                        for (int64_t i = 0; i < t->count(); ++i) all.push_back(t->Get(i));
+                    if (first.empty()) {
+                        first = all, first_target = target;
+                        return;
+                    }
+                    ASSERT_EQ(all.size(), first.size());
+                    for (size_t i = 0; i < all.size(); ++i)
+                        ASSERT_TRUE(BitwiseEqual(all[i], first[i]))
+                            << "element " << i << ": " << all[i] << " on " << target << ", " << first[i] << " on " << first_target;
+                });
+                EXPECT_FALSE(first.empty());
+            }
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // A tiny driver that runs one op many times on the registration-like workload, for perf and
 // callgrind (the Python benchmark is the measurement; this is for looking inside).
 // Usage: profile_driver forward|backward S [C] [dtype fp32|fp16|bf16] [repeats] [noise] [mask 11|10|01]
-//                       [mode 0 bilinear|1 nearest] [padding 0 zeros|1 border|2 reflection]
+//                       [mode 0 bilinear|1 nearest|2 tricubic] [padding 0 zeros|1 border|2 reflection]
 //                       [layout ncdhw|ndhwc (channels-last strided NCDHW views of input, gradOutput, output)]
 //                       [N] [state hot|cold|busy before every call: hot, nothing (back to back);
 //                        cold, 64 MiB written, which evicts the data from every cache level;
@@ -26,6 +26,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
+#include "gridsampler3d/tricubic3d.h"
 #include "kernels/element_types.h"
 #include "registration_workload.h"
 
@@ -114,13 +115,13 @@ int main(int argc, char** argv) {
         const auto start = std::chrono::steady_clock::now();
         aclnnStatus st;
         if (op == "forward") {
-            st = aclnnGridSampler3DGetWorkspaceSize(ti, tg, mode, padding, false, to, &size, &ex);
+            st = gs3dGridSampler3DGetWorkspaceSize(ti, tg, mode, padding, false, to, &size, &ex);  // aclnn's, with tricubic
             if (size > ws_size) ws = device(ws_size = size);
-            if (st == 0) st = aclnnGridSampler3D(ws, size, ex, stream);
+            if (st == 0) st = gs3dGridSampler3D(ws, size, ex, stream);
         } else {
-            st = aclnnGridSampler3DBackwardGetWorkspaceSize(tgo, ti, tg, mode, padding, false, mask, tig, tgg, &size, &ex);
+            st = gs3dGridSampler3DBackwardGetWorkspaceSize(tgo, ti, tg, mode, padding, false, mask, tig, tgg, &size, &ex);
             if (size > ws_size) ws = device(ws_size = size);
-            if (st == 0) st = aclnnGridSampler3DBackward(ws, size, ex, stream);
+            if (st == 0) st = gs3dGridSampler3DBackward(ws, size, ex, stream);
         }
         aclrtSynchronizeStream(stream);
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -120,8 +120,15 @@ struct SourceIndexLanes {
     HWY_INLINE V operator()(D d, V c, V* derivative, hn::Mask<D>* scalar) const {
         // Unnormalize: ((c + 1) / 2) * (size - 1), or ((c + 1) * size - 1) / 2; x / 2 as
         // x * 0.5, the same correctly rounded value without a division.
-        V v = align ? hn::Mul(hn::Mul(hn::Add(c, one), half), last) : hn::Mul(hn::Sub(hn::Mul(hn::Add(c, one), extent), one), half);
+        const V v = align ? hn::Mul(hn::Mul(hn::Add(c, one), half), last) : hn::Mul(hn::Sub(hn::Mul(hn::Add(c, one), extent), one), half);
         V dv = unnormalize_derivative;
+        const V padded = Pad(d, v, &dv, scalar);
+        if constexpr (kBackward) *derivative = dv;
+        return padded;
+    }
+    // The padding of unnormalized indices v: reflected (reflection), then clipped (border and
+    // reflection); backward, *dv times the padding's derivative. Tricubic pads its taps so.
+    HWY_INLINE V Pad(D d, V v, V* dv, hn::Mask<D>* scalar) const {
         *scalar = hn::FirstN(d, 0);
         V reflect_derivative = one;
         if constexpr (P == Padding::kReflection) {
@@ -138,13 +145,12 @@ struct SourceIndexLanes {
                 v = hn::IfThenElse(low, zero, hn::IfThenElse(high, last, v));
                 const auto clip_derivative = hn::IfThenZeroElse(hn::Or(low, high), one);
                 // derivative *= clip_derivative, or reflect_derivative * clip_derivative
-                dv = hn::Mul(dv, P == Padding::kReflection ? hn::Mul(reflect_derivative, clip_derivative) : clip_derivative);
+                *dv = hn::Mul(*dv, P == Padding::kReflection ? hn::Mul(reflect_derivative, clip_derivative) : clip_derivative);
             } else {  // Clip: min(size - 1, max(v, 0)) with std's NaN rule: NaN -> size - 1
                 v = hn::IfThenElse(hn::Lt(v, zero), zero, v);
                 v = hn::IfThenElse(hn::Lt(v, last), v, last);
             }
         }
-        if constexpr (kBackward) *derivative = dv;
         return v;
     }
     // The scalar code's index of grid value c (and its derivative, backward).
