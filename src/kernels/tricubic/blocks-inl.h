@@ -1,11 +1,11 @@
 // Tricubic in row phases, a block of up to kCubicBlock points of one grid row at a time:
 // - phase 1 (vectors): each point's source index per axis, its first tap and the weights and
-//   weight gradients of its four taps (PyTorch's formulas: CubicWeightsVector); then per point
-//   (scalar) whether every tap is inside (its rows are then runs of 4 along x, read without
-//   any test), else the taps' padded indices;
+//   weight gradients of its four taps (PyTorch's formulas: CubicWeightsVector), whether every
+//   tap is inside (its rows are then runs of 4 along x, read without any test), else the
+//   taps' padded indices (PaddedTapLanes);
 // - phase 2 (scalar moves, per channel): each point's 16 tap rows (z, y) of 4 values along x
 //   into the block's buffer, laid out [row][slot][4] (Slot: an order that makes phase 3's
-//   transposes cheap); a tap that reads 0 (zeros padding) gives 0;
+//   transposes cheap); a tap that reads 0 (zeros padding) gives 0, without branches;
 // - phase 3 (vectors, per channel): LoadTapRow turns a row's [slot][4] into 4 vectors over the
 //   points; rows along x, then planes along y, then the sample along z, each a sum in tap
 //   order (and for gridGrad the same with one axis's weight gradients), or the amounts the
