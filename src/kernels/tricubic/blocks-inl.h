@@ -439,10 +439,20 @@ HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* st
         // adds into a sink of its own (one sink for all would chain the adds).
         int64_t x_offset[4];
         for (int i = 0; i < 4; ++i) x_offset[i] = b.index[0][i][p] * stride[0];
+        // x's four taps one run (every tap inside along x): a row's 4 added as one, as inside
+        const int64_t x0 = b.index[0][0][p];
+        const bool x_run = stride[0] == 1 && x0 >= 0 && b.index[0][1][p] == x0 + 1 && b.index[0][2][p] == x0 + 2 &&
+                           b.index[0][3][p] == x0 + 3;
         for (int r = 0; r < 16; ++r) {
             const int64_t z = b.index[2][r >> 2][p], y = b.index[1][r & 3][p];
             const bool row_takes = (z >= z_begin) & (z < z_end) & (y >= 0);
             S* row = acc_c + (row_takes ? z * stride[2] + y * stride[1] : 0);
+            if (x_run) {
+                S* run = row_takes ? row + x0 : sink[r];
+                for (int i = 0; i < 4; i += lanes)
+                    hn::StoreU(hn::Add(hn::LoadU(d4, run + i), hn::LoadU(d4, values[r][slot] + i)), d4, run + i);
+                continue;
+            }
             for (int i = 0; i < 4; ++i) *(row_takes & (b.index[0][i][p] >= 0) ? row + x_offset[i] : &sink[r][i]) += values[r][slot][i];
         }
     }
