@@ -325,7 +325,7 @@ HWY_INLINE void CubicPhase2(const T* in_c, const int64_t* stride, CubicBlock<S>*
                 if constexpr (kWindowLanes<S> && std::is_same_v<T, S>) PickWindowLanes(row_reads ? row + window : kZeros, lane, b->values[r][slot]);
             } else {
                 for (int i = 0; i < 4; ++i)
-                    b->values[r][slot][i] = ToCompute(*(row_reads & reads[0][i] ? row + offset[0][i] : kZeros));
+                    b->values[r][slot][i] = ToCompute(*((row_reads & reads[0][i]) ? row + offset[0][i] : kZeros));
             }
         }
     }
@@ -453,7 +453,7 @@ HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* st
                     hn::StoreU(hn::Add(hn::LoadU(d4, run + i), hn::LoadU(d4, values[r][slot] + i)), d4, run + i);
                 continue;
             }
-            for (int i = 0; i < 4; ++i) *(row_takes & (b.index[0][i][p] >= 0) ? row + x_offset[i] : &sink[r][i]) += values[r][slot][i];
+            for (int i = 0; i < 4; ++i) *((row_takes & (b.index[0][i][p] >= 0)) ? row + x_offset[i] : &sink[r][i]) += values[r][slot][i];
         }
     }
 }
