@@ -63,6 +63,12 @@ struct CubicBlock {
     int64_t TapIndex(int axis, int tap, int p) const {
         return inside[p] ? first_index[axis][p] + tap : index[axis][tap][p];
     }
+    // Whether a point not inside has its four x taps in a run (each reads, one after the
+    // other): its rows then move, or are added, 4 at a time as a point inside's.
+    bool XRun(int p) const {
+        const int64_t x0 = index[0][0][p];
+        return x0 >= 0 && index[0][1][p] == x0 + 1 && index[0][2][p] == x0 + 2 && index[0][3][p] == x0 + 3;
+    }
 };
 
 // Whether a vector's tap rows are turned into tap vectors by 4x4 transposes within its 128-bit
@@ -202,8 +208,8 @@ HWY_INLINE void CubicPhase1(const T* g, int64_t point_stride, int64_t coord_stri
     const hn::RebindToSigned<decltype(d)> di;
     constexpr int64_t kExact = int64_t{1} << (std::numeric_limits<S>::digits < 31 ? std::numeric_limits<S>::digits : 31);
     const bool vector_inside = sizes[0] < kExact && sizes[1] < kExact && sizes[2] < kExact;
-    alignas(64) S padded[3][4][kCubicBlock];  // a tap's padded index, -1: reads 0 (PaddedTapLanes)
-    bool padded_in_vectors = false;
+    // a tap's padded index, -1: reads 0; with vector_inside, for every point not inside
+    alignas(64) S padded[3][4][kCubicBlock];
     for (int p = 0; p < kCubicBlock; p += lanes) {
         auto inside = hn::FirstN(d, static_cast<size_t>(std::max(0, count - p)));
         for (int a = 0; a < 3; ++a) {
@@ -224,16 +230,14 @@ HWY_INLINE void CubicPhase1(const T* g, int64_t point_stride, int64_t coord_stri
         alignas(64) CubicIndex<S> lane_inside[kCubicBlock];
         hn::Store(hn::BitCast(di, hn::VecFromMask(d, inside)), di, lane_inside);
         for (int q = 0; q < lanes; ++q) b->inside[p + q] = vector_inside && lane_inside[q] != 0;
-        if (vector_inside && !hn::AllTrue(d, hn::Or(inside, hn::Not(hn::FirstN(d, static_cast<size_t>(std::max(0, count - p))))))) {
+        if (vector_inside && !hn::AllTrue(d, hn::Or(inside, hn::Not(hn::FirstN(d, static_cast<size_t>(std::max(0, count - p)))))))
             PaddedTapLanes(d, *b, p, sizes, options, padded);
-            padded_in_vectors = true;
-        }
     }
     b->count = count;
     b->width = sizes[0];
     for (int p = 0; p < count; ++p) {
         if (b->inside[p]) continue;
-        if (padded_in_vectors) {  // every size exact in S: the padded taps are exact integers
+        if (vector_inside) {  // every size exact in S: the padded taps are exact integers
             for (int a = 0; a < 3; ++a)
                 for (int k = 0; k < 4; ++k) b->index[a][k][p] = static_cast<int64_t>(padded[a][k][p]);
             continue;
@@ -303,9 +307,7 @@ HWY_INLINE void CubicPhase2(const T* in_c, const int64_t* stride, CubicBlock<S>*
                 reads[a][k] = index >= 0;
                 offset[a][k] = reads[a][k] ? index * stride[a] : 0;
             }
-        // x's four taps one run (every tap inside along x): a row moved as one
-        const bool x_run = runs && reads[0][0] && offset[0][1] == offset[0][0] + 1 && offset[0][2] == offset[0][0] + 2 &&
-                           offset[0][3] == offset[0][0] + 3;
+        const bool x_run = runs && b->XRun(p);  // a row moved as one
         // Else, where a vector holds the 4 taps, a row's window of 4 that holds every tap that
         // reads (padded taps lie at most 3 apart), its lanes picked and those that read 0 zeroed.
         CubicIndex<S> lane[4];
@@ -415,6 +417,9 @@ HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* st
     const hn::CappedTag<S, 4> d4;  // a run of 4 taps in one vector, or in two
     const int lanes = static_cast<int>(hn::Lanes(d4));
     const S(*values)[kCubicBlock][4] = b.values;
+    auto add_run = [&](S* run, const S* amounts) {  // 4 taps along x, stride 1
+        for (int i = 0; i < 4; i += lanes) hn::StoreU(hn::Add(hn::LoadU(d4, run + i), hn::LoadU(d4, amounts + i)), d4, run + i);
+    };
     S sink[16][4] = {};
     for (int p = 0; p < b.count; ++p) {
         const int slot = Slot<S>(p);
@@ -427,8 +432,7 @@ HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* st
             for (int r = r_begin; r < r_end; ++r) {
                 S* run = base + row_offset[r];
                 if (stride[0] == 1) {
-                    for (int i = 0; i < 4; i += lanes)
-                        hn::StoreU(hn::Add(hn::LoadU(d4, run + i), hn::LoadU(d4, values[r][slot] + i)), d4, run + i);
+                    add_run(run, values[r][slot]);
                 } else {
                     for (int i = 0; i < 4; ++i) run[i * stride[0]] += values[r][slot][i];
                 }
@@ -439,18 +443,13 @@ HWY_INLINE void CubicScatter(const CubicBlock<S>& b, S* acc_c, const int64_t* st
         // adds into a sink of its own (one sink for all would chain the adds).
         int64_t x_offset[4];
         for (int i = 0; i < 4; ++i) x_offset[i] = b.index[0][i][p] * stride[0];
-        // x's four taps one run (every tap inside along x): a row's 4 added as one, as inside
-        const int64_t x0 = b.index[0][0][p];
-        const bool x_run = stride[0] == 1 && x0 >= 0 && b.index[0][1][p] == x0 + 1 && b.index[0][2][p] == x0 + 2 &&
-                           b.index[0][3][p] == x0 + 3;
+        const bool x_run = stride[0] == 1 && b.XRun(p);  // a row's 4 added as one
         for (int r = 0; r < 16; ++r) {
             const int64_t z = b.index[2][r >> 2][p], y = b.index[1][r & 3][p];
             const bool row_takes = (z >= z_begin) & (z < z_end) & (y >= 0);
             S* row = acc_c + (row_takes ? z * stride[2] + y * stride[1] : 0);
             if (x_run) {
-                S* run = row_takes ? row + x0 : sink[r];
-                for (int i = 0; i < 4; i += lanes)
-                    hn::StoreU(hn::Add(hn::LoadU(d4, run + i), hn::LoadU(d4, values[r][slot] + i)), d4, run + i);
+                add_run(row_takes ? row + x_offset[0] : sink[r], values[r][slot]);
                 continue;
             }
             for (int i = 0; i < 4; ++i) *((row_takes & (b.index[0][i][p] >= 0)) ? row + x_offset[i] : &sink[r][i]) += values[r][slot][i];
