@@ -1,7 +1,7 @@
 // A plain scalar 3-D grid sampler (bilinear; zeros, border or reflection padding; float or
 // double; any strides), the baseline row of bench.py: the library's SIMD kernels must beat
 // it on every workload, or they do not earn their lines. One pass over the points in order,
-// source indices and weights per point (coordinates.h, PyTorch's formulas), one bounds test
+// source indices and weights per point (common/coordinates.h, PyTorch's formulas), one bounds test
 // per point with a fast path when all eight corners are inside. One thread.
 //
 // Loaded by bench.py through ctypes: no ACL types, just pointers, sizes and strides in
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/coordinates.h"
+#include "kernels/common/coordinates.h"
 
 namespace {
 

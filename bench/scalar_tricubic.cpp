@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/coordinates.h"
+#include "kernels/common/coordinates.h"
 #include "kernels/tricubic/taps.h"
 
 namespace {

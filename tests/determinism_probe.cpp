@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
         bool last;
     };
     // Narrow rows, every channel case; and rows of 150 elements, which the backward visits
-    // in several bands along H (row_order.h), with one channel (the scan) and 5 (the sorted
+    // in several bands along H (plan/row_order.h), with one channel (the scan) and 5 (the sorted
     // slabs, channels last), near the identity only.
     struct Shape {
         int64_t d, h, w, od, oh, ow;

@@ -66,7 +66,7 @@ TEST(LargerProblems, RowsLongerThanASortSegmentMatchReference) {
 }
 
 // The sorted plan (bilinear, C > 1) sorts each grid row's points by slab and finds a slab's
-// run of them, by paths that depend on the row (backward_kernel-inl.h): a few keys
+// run of them, by paths that depend on the row (backward/kernel-inl.h): a few keys
 // in a row are sorted in vectors (SortSegmentFewKeys: at most a quarter of the 16-bit lanes,
 // the row's last points past the vectors one by one), more by the counting sort; a row of up
 // to four vectors of 8-bit keys counts a slab's run in vectors (KeyRun), a longer one

@@ -131,7 +131,7 @@ TEST_P(GridSamplerNearIdentity, ForwardAndBackwardMatchReference) {
 }
 
 // Rows wide enough (160 elements) that the backward visits them in several bands along H
-// (row_order.h: the scan's bands are 4 rows here, the sorted slabs' 5 or 8): near the
+// (plan/row_order.h: the scan's bands are 4 rows here, the sorted slabs' 5 or 8): near the
 // identity, one channel and 3 scan (bilinear in bands, nearest in grid order) or take the
 // sorted slabs, 5 the channels-last copy.
 class GridSamplerBands : public ::testing::TestWithParam<MatrixParam> {};

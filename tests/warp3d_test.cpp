@@ -4,7 +4,7 @@
 // differences of the library's own fp64 forward, and the argument checks (status, message,
 // outputs untouched on refusal). Outputs of (20, 7, 1000) points: several chunks of the
 // library's workspace (65536 points each), so the sums across chunks are checked too, and rows
-// of 1001 points, so that every SIMD target's rows end in a staged piece (warp_rows.cpp).
+// of 1001 points, so that every SIMD target's rows end in a staged piece (warps/rows.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -301,7 +301,7 @@ TEST(Warp3DChecks, RefusalsNameTheArgumentAndWriteNothing) {
 }
 
 // The displacement forward takes its chunks plane after plane, and a plane of more points
-// than a chunk in groups of rows (warp_rows.h): a plane of 260 x 260 points, two chunks each.
+// than a chunk in groups of rows (warps/rows.h): a plane of 260 x 260 points, two chunks each.
 TEST(Warp3DRows, PlanesLargerThanAChunk) {
     std::mt19937 rng(31);
     constexpr OutDims kWide = {2, 260, 260};
@@ -318,7 +318,7 @@ TEST(Warp3DRows, PlanesLargerThanAChunk) {
 }
 
 // A flow packed along W (NCDHW) has its coordinates and flowGrad loaded and stored in
-// vectors; one given channels-last is staged a piece at a time (warp_rows.cpp). Both by the
+// vectors; one given channels-last is staged a piece at a time (warps/rows.cpp). Both by the
 // same vector code: the same bits in fp32 (a path's mistake, a lane or an axis out of place,
 // shows as a difference), rows of 37 points ending in a staged piece on every target.
 TEST(Warp3DRows, PackedRowsEqualStagedRows) {

@@ -13,7 +13,7 @@
 // read in visiting order (as the grid's 12 bytes and gradOutput's 4), the four corner pairs
 // (x0, x0 + 1) of the input read, the four pairs of the accumulator read-modified-written, and
 // 12 bytes of gridGrad written. Each thread takes the points whose first corner's plane lies
-// in its slab of planes (the scan's split at one batch item), in grid order (row_order.h, as
+// in its slab of planes (the scan's split at one batch item), in grid order (plan/row_order.h, as
 // the scan), into an accumulator of its own (no races; the kernel's slabs meet at one plane).
 // Corners are clamped into the volume, so every point reads and writes 8 elements.
 //
@@ -59,8 +59,8 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
-#include "kernels/backward_plan.h"
-#include "kernels/row_order.h"
+#include "kernels/plan/backward.h"
+#include "kernels/plan/row_order.h"
 #include "registration_workload.h"
 
 namespace {

@@ -27,7 +27,7 @@
 #include "aclnnop/aclnn_grid_sampler3d.h"
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
 #include "gridsampler3d/tricubic3d.h"
-#include "kernels/element_types.h"
+#include "kernels/common/element_types.h"
 #include "registration_workload.h"
 
 int main(int argc, char** argv) {

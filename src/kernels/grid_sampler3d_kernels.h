@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/sampler_options.h"
+#include "kernels/common/sampler_options.h"
 
 namespace gs3d::kernels {
 
@@ -46,7 +46,7 @@ struct ForwardArgs {
     View5 grid;   // (N, Do, Ho, Wo, 3)
     View5 out;    // (N, C, Do, Ho, Wo)
     // The workspace already holds the channels-last copy of the input's one batch item (a
-    // chunked caller, warp_chunks.cpp, made it on an earlier chunk of the grid).
+    // chunked caller, warps/chunks.cpp, made it on an earlier chunk of the grid).
     bool input_copied = false;
 };
 
@@ -60,13 +60,13 @@ struct BackwardArgs {
     View5 grid_grad;    // (N, Do, Ho, Wo, 3); written when compute_grid_grad
     bool compute_input_grad = true;
     bool compute_grid_grad = true;
-    // A chunked caller (warp_chunks.cpp) runs one backward per chunk of a batch item's grid,
+    // A chunked caller (warps/chunks.cpp) runs one backward per chunk of a batch item's grid,
     // with the same workspace: only the first chunk zeroes inputGrad's sum (in inputGrad, or
     // in the workspace's accumulator) and copies the input channels-last; every later one
     // adds to the sum; only the last rounds or copies the sum into inputGrad.
     bool first_chunk = true;
     bool last_chunk = true;
-    // The scan (backward_scan-inl.h) takes the grid whatever its rows' reach along D: set by
+    // The scan (backward/scan-inl.h) takes the grid whatever its rows' reach along D: set by
     // the chunked caller, whose chunks of one smooth grid would otherwise part between the
     // scan and the sorted slabs by their own reach (a fifth slower on an affine warp).
     bool scan_any_span = false;
@@ -81,7 +81,7 @@ inline size_t ElementBytes(ElementType type) {
 }
 
 // The bilinear forward samples an input laid out NCDHW with at least this many channels from
-// a channels-last copy of one batch item in the workspace (forward_kernel-inl.h).
+// a channels-last copy of one batch item in the workspace (forward/kernel-inl.h).
 constexpr int64_t kChannelsLastCopyMinChannels = 4;  // the fewest channels where the copy paid (performance.md)
 
 // The forward's plan, made once from the arguments' shapes, strides and options

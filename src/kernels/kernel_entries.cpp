@@ -1,8 +1,8 @@
 // The kernels' entry points: each picks the translation unit of the element type
 // (kernels_float32.cpp and its siblings), which picks the best SIMD target (Highway's
 // dynamic dispatch).
-#include "kernels/backward_plan.h"
-#include "kernels/element_types.h"
+#include "kernels/plan/backward.h"
+#include "kernels/common/element_types.h"
 #include "kernels/grid_sampler3d_kernels.h"
 
 namespace gs3d::kernels {

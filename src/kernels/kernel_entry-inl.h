@@ -7,9 +7,9 @@
 // no include guard.
 #include <hwy/highway.h>
 
-#include "kernels/backward_kernel-inl.h"
-#include "kernels/backward_plan.h"
-#include "kernels/forward_kernel-inl.h"
+#include "kernels/backward/kernel-inl.h"
+#include "kernels/plan/backward.h"
+#include "kernels/forward/kernel-inl.h"
 #include "kernels/grid_sampler3d_kernels.h"
 
 HWY_BEFORE_NAMESPACE();

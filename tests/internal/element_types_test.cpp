@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/element_types.h"
+#include "kernels/common/element_types.h"
 #include "support/test_tensor.h"
 
 namespace gs3d::kernels {

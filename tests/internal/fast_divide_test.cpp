@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "kernels/fast_divide.h"
+#include "kernels/common/fast_divide.h"
 
 namespace gs3d::kernels {
 namespace {

@@ -1,4 +1,4 @@
-// The plans alone (ForwardPlan in grid_sampler3d_kernels.h, BackwardPlan in backward_plan.h),
+// The plans alone (ForwardPlan in grid_sampler3d_kernels.h, BackwardPlan in plan/backward.h),
 // from views with no data: the path each kind of call takes, and a workspace whose parts are
 // aligned, disjoint and sized from the shapes (sizes computed here, not read from the plan's
 // code).
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/backward_plan.h"
+#include "kernels/plan/backward.h"
 
 namespace gs3d::kernels {
 namespace {

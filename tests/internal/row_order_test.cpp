@@ -1,5 +1,5 @@
 // BandedRows visits every grid row of a batch item exactly once, band after band,
-// each band's rows plane after plane (row_order.h), checked against the order computed row
+// each band's rows plane after plane (plan/row_order.h), checked against the order computed row
 // by row from its index (the arithmetic the kernels used before, an independent method).
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/row_order.h"
+#include "kernels/plan/row_order.h"
 
 namespace gs3d::kernels {
 namespace {

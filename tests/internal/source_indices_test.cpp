@@ -1,5 +1,5 @@
-// The SIMD source indices (BlockSourceIndices, source_indices-inl.h) against the scalar code that
-// follows PyTorch's formulas (coordinates.h), bit for bit, on every SIMD target compiled and
+// The SIMD source indices (BlockSourceIndices, common/source_indices-inl.h) against the scalar code that
+// follows PyTorch's formulas (common/coordinates.h), bit for bit, on every SIMD target compiled and
 // supported here: zeros, border and reflection (vector form with a fused multiply-add where
 // the target has one), forward and backward clips, float and double. The values include
 // grid values whose unnormalized index lies within a few ulps of a multiple of the
@@ -18,8 +18,8 @@
 #include <random>
 #include <vector>
 
-#include "kernels/coordinates.h"
-#include "kernels/source_indices-inl.h"
+#include "kernels/common/coordinates.h"
+#include "kernels/common/source_indices-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {

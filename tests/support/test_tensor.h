@@ -54,7 +54,7 @@ class TestTensor {
     int64_t offset_, count_, element_bytes_;
     // The storage's bytes start at data_, the first 64-byte boundary in storage_ (as
     // aclrtMalloc's and PyTorch's memory do), so that the kernels' paths for aligned rows
-    // (streamed stores, kernels/channels_last_copy-inl.h) run in every case that has them;
+    // (streamed stores, kernels/channels_last/copy-inl.h) run in every case that has them;
     // with malloc's own alignment (16 bytes) they ran only where a block fell on 64 by
     // chance (a broken streamed store failed 5 of GridSamplerBands' cases so, 7 now).
     std::vector<unsigned char> storage_;

@@ -18,7 +18,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/backward_blocks-inl.h"
+#include "kernels/blocks/backward-inl.h"
 #include "kernels/row_phases/pairs-inl.h"
 
 HWY_BEFORE_NAMESPACE();

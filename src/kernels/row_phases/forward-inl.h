@@ -1,5 +1,5 @@
 // Row phases (pairs-inl.h): the forward's block, and the row helpers every forward path uses
-// (forward_kernel-inl.h includes this file).
+// (forward/kernel-inl.h includes this file).
 //
 // Compiled into each SIMD target: included after foreach_target.h; Highway's per-target
 // include guard.
@@ -16,7 +16,7 @@
 
 #include "kernels/grid_sampler3d_kernels.h"
 #include "kernels/row_phases/pairs-inl.h"
-#include "kernels/simd_cells-inl.h"
+#include "kernels/blocks/cells-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {

@@ -38,7 +38,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/simd_cells-inl.h"
+#include "kernels/blocks/cells-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {

@@ -6,7 +6,7 @@
 // (blocks-inl.h's sums, times gradOutput, summed over the channels), as PyTorch's 2-D bicubic
 // backward does per point.
 //
-// Compiled into each SIMD target: included by backward_kernel-inl.h (after foreach_target.h)
+// Compiled into each SIMD target: included by backward/kernel-inl.h (after foreach_target.h)
 // only; Highway's per-target include guard.
 #if defined(GS3D_KERNELS_TRICUBIC_BACKWARD_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef GS3D_KERNELS_TRICUBIC_BACKWARD_INL_H_
@@ -21,9 +21,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/backward_plan.h"
-#include "kernels/backward_point-inl.h"
-#include "kernels/element_types.h"
+#include "kernels/plan/backward.h"
+#include "kernels/backward/point-inl.h"
+#include "kernels/common/element_types.h"
 #include "kernels/tricubic/blocks-inl.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -29,10 +29,10 @@
 #include <limits>
 #include <type_traits>
 
-#include "kernels/element_types.h"
+#include "kernels/common/element_types.h"
 #include "kernels/grid_sampler3d_kernels.h"
-#include "kernels/simd_cells-inl.h"
-#include "kernels/simd_loads-inl.h"
+#include "kernels/blocks/cells-inl.h"
+#include "kernels/common/simd_loads-inl.h"
 #include "kernels/tricubic/taps.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -3,7 +3,7 @@
 // rows; every output element is written by one thread, so the result does not depend on the
 // thread count.
 //
-// Compiled into each SIMD target: included by forward_kernel-inl.h (after foreach_target.h)
+// Compiled into each SIMD target: included by forward/kernel-inl.h (after foreach_target.h)
 // only; Highway's per-target include guard.
 #if defined(GS3D_KERNELS_TRICUBIC_FORWARD_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef GS3D_KERNELS_TRICUBIC_FORWARD_INL_H_
@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/element_types.h"
+#include "kernels/common/element_types.h"
 #include "kernels/grid_sampler3d_kernels.h"
 #include "kernels/tricubic/blocks-inl.h"
 

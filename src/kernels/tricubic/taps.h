@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "kernels/coordinates.h"
-#include "kernels/sampler_options.h"
+#include "kernels/common/coordinates.h"
+#include "kernels/common/sampler_options.h"
 
 namespace gs3d::kernels {
 

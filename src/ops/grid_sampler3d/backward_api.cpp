@@ -7,7 +7,7 @@
 
 #include "aclnnop/aclnn_grid_sampler3d_backward.h"
 #include "gridsampler3d/tricubic3d.h"
-#include "kernels/backward_plan.h"
+#include "kernels/plan/backward.h"
 #include "ops/executor.h"
 #include "ops/grid_sampler3d/tensor_checks.h"
 #include "runtime/recent_error.h"

@@ -1,13 +1,13 @@
 // gs3dAffineWarp3D* and gs3dDisplacementWarp3D* (include/gridsampler3d/warp3d.h): the grid
 // sampler's checks in its order, with theta or flow in the grid's place, then the warp's
-// plan (warp_chunks.h) held by the executor.
+// plan (warps/chunks.h) held by the executor.
 #include <functional>
 #include <initializer_list>
 #include <limits>
 #include <tuple>
 
 #include "gridsampler3d/warp3d.h"
-#include "kernels/warp_chunks.h"
+#include "kernels/warps/chunks.h"
 #include "ops/executor.h"
 #include "ops/grid_sampler3d/tensor_checks.h"
 #include "runtime/recent_error.h"

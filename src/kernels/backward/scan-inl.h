@@ -1,7 +1,7 @@
 // The backward kernel's scan: one slab of the volume per thread, each task visiting the grid
 // in order and writing only its slab (grids close to the identity; see ScanBackward).
 //
-// Compiled into each SIMD target: included by backward_kernel-inl.h (after
+// Compiled into each SIMD target: included by backward/kernel-inl.h (after
 // foreach_target.h) only; Highway's per-target include guard.
 #if defined(GS3D_KERNELS_BACKWARD_SCAN_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef GS3D_KERNELS_BACKWARD_SCAN_INL_H_
@@ -19,10 +19,10 @@
 #include <numeric>
 #include <type_traits>
 
-#include "kernels/backward_blocks-inl.h"
-#include "kernels/backward_channels_last-inl.h"
-#include "kernels/backward_plan.h"
-#include "kernels/row_order.h"
+#include "kernels/blocks/backward-inl.h"
+#include "kernels/channels_last/backward-inl.h"
+#include "kernels/plan/backward.h"
+#include "kernels/plan/row_order.h"
 #include "kernels/row_phases/backward-inl.h"
 
 HWY_BEFORE_NAMESPACE();

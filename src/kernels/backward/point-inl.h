@@ -3,7 +3,7 @@
 // SIMD blocks do not take (offsets that do not fit int32, gridGrad alone, more than 2^32
 // points).
 //
-// Compiled into each SIMD target: included by backward_kernel-inl.h (after
+// Compiled into each SIMD target: included by backward/kernel-inl.h (after
 // foreach_target.h) only; Highway's per-target include guard.
 #if defined(GS3D_KERNELS_BACKWARD_POINT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef GS3D_KERNELS_BACKWARD_POINT_INL_H_
@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/coordinates.h"
-#include "kernels/element_types.h"
+#include "kernels/common/coordinates.h"
+#include "kernels/common/element_types.h"
 #include "kernels/grid_sampler3d_kernels.h"
-#include "kernels/trilinear_corners.h"
+#include "kernels/common/trilinear_corners.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {

@@ -50,7 +50,7 @@ enum class BackwardPath {
     // inputGrad with more than 2^32 - 1 points per batch item (the sort's 32-bit counts):
     // whole (n, c) volumes per task (PerChannelBackward).
     kPerChannel,
-    // The scan (backward_scan-inl.h) where the grid's rows reach few input planes, which it
+    // The scan (backward/scan-inl.h) where the grid's rows reach few input planes, which it
     // measures on the grid at launch (the grid's values are not known here); else the sorted
     // slabs (SlabBackward). Both use the same workspace parts.
     kScanElseSortedSlabs,

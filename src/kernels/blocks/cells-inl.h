@@ -1,17 +1,17 @@
 // The trilinear cells of a block of grid points, computed across points with SIMD: source
-// indices (source_indices-inl.h), floors, per-axis
+// indices (common/source_indices-inl.h), floors, per-axis
 // weights, the eight corner weights ((wx * wy) * wz, PyTorch's products), which corners lie
 // inside the volume, the first corner's offset and the corner values (hardware gathers; for
 // fp16/bf16 on x86 AVX2/AVX-512, gathers of element pairs); the nearest voxels. Shared by
-// the forward and backward kernels; element and grid loads are in simd_loads-inl.h.
+// the forward and backward kernels; element and grid loads are in common/simd_loads-inl.h.
 //
 // Compiled into each SIMD target: Highway's per-target include guard, included after
 // foreach_target.h.
-#if defined(GS3D_KERNELS_SIMD_CELLS_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef GS3D_KERNELS_SIMD_CELLS_INL_H_
-#undef GS3D_KERNELS_SIMD_CELLS_INL_H_
+#if defined(GS3D_KERNELS_BLOCKS_CELLS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_BLOCKS_CELLS_INL_H_
+#undef GS3D_KERNELS_BLOCKS_CELLS_INL_H_
 #else
-#define GS3D_KERNELS_SIMD_CELLS_INL_H_
+#define GS3D_KERNELS_BLOCKS_CELLS_INL_H_
 #endif
 
 #include <hwy/highway.h>
@@ -20,13 +20,13 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/coordinates.h"
-#include "kernels/dispatch.h"
-#include "kernels/element_types.h"
-#include "kernels/sampler_options.h"
-#include "kernels/simd_loads-inl.h"
-#include "kernels/source_indices-inl.h"
-#include "kernels/trilinear_corners.h"
+#include "kernels/common/coordinates.h"
+#include "kernels/common/dispatch.h"
+#include "kernels/common/element_types.h"
+#include "kernels/common/sampler_options.h"
+#include "kernels/common/simd_loads-inl.h"
+#include "kernels/common/source_indices-inl.h"
+#include "kernels/common/trilinear_corners.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -354,4 +354,4 @@ inline bool OffsetsFit(const TrilinearGeometry& g) {
 }  // namespace gs3d::kernels
 HWY_AFTER_NAMESPACE();
 
-#endif  // GS3D_KERNELS_SIMD_CELLS_INL_H_
+#endif  // GS3D_KERNELS_BLOCKS_CELLS_INL_H_

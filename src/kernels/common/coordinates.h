@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "kernels/dispatch.h"
-#include "kernels/sampler_options.h"
+#include "kernels/common/dispatch.h"
+#include "kernels/common/sampler_options.h"
 
 // Forced inline: the kernels are compiled once per SIMD target, and these helpers must be
 // compiled inside each of them (with its floor/round instructions), not once for the baseline.

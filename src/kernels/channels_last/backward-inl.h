@@ -4,11 +4,11 @@
 //
 // Compiled into each SIMD target: included after foreach_target.h; Highway's per-target
 // include guard.
-#if defined(GS3D_KERNELS_BACKWARD_CHANNELS_LAST_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef GS3D_KERNELS_BACKWARD_CHANNELS_LAST_INL_H_
-#undef GS3D_KERNELS_BACKWARD_CHANNELS_LAST_INL_H_
+#if defined(GS3D_KERNELS_CHANNELS_LAST_BACKWARD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_CHANNELS_LAST_BACKWARD_INL_H_
+#undef GS3D_KERNELS_CHANNELS_LAST_BACKWARD_INL_H_
 #else
-#define GS3D_KERNELS_BACKWARD_CHANNELS_LAST_INL_H_
+#define GS3D_KERNELS_CHANNELS_LAST_BACKWARD_INL_H_
 #endif
 
 #include <hwy/cache_control.h>
@@ -19,9 +19,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/backward_blocks-inl.h"
-#include "kernels/backward_point-inl.h"
-#include "kernels/simd_cells-inl.h"
+#include "kernels/blocks/backward-inl.h"
+#include "kernels/backward/point-inl.h"
+#include "kernels/blocks/cells-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -436,4 +436,4 @@ class BlockChunk {
 }  // namespace gs3d::kernels
 HWY_AFTER_NAMESPACE();
 
-#endif  // GS3D_KERNELS_BACKWARD_CHANNELS_LAST_INL_H_
+#endif  // GS3D_KERNELS_CHANNELS_LAST_BACKWARD_INL_H_

@@ -18,18 +18,18 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
-#include "kernels/channels_last_copy-inl.h"
+#include "kernels/channels_last/copy-inl.h"
 #include "kernels/row_phases/forward-inl.h"
-#include "kernels/simd_cells-inl.h"
+#include "kernels/blocks/cells-inl.h"
 #include "kernels/tricubic/forward-inl.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/dispatch.h"
+#include "kernels/common/dispatch.h"
 #include "kernels/grid_sampler3d_kernels.h"
-#include "kernels/trilinear_corners.h"
+#include "kernels/common/trilinear_corners.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {

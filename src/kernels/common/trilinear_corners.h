@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "kernels/coordinates.h"
+#include "kernels/common/coordinates.h"
 #include "kernels/grid_sampler3d_kernels.h"
 
 namespace gs3d::kernels {

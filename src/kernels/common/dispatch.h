@@ -6,7 +6,7 @@
 
 #include <type_traits>
 
-#include "kernels/sampler_options.h"
+#include "kernels/common/sampler_options.h"
 
 namespace gs3d::kernels {
 

@@ -1,14 +1,14 @@
 // The backward kernel's SIMD blocks: up to kBlock grid points prepared together (cells,
 // weights, offsets) and run per channel with the points in vectors (RunBlock); nearest
-// blocks. The channels-last runs of the same blocks are in backward_channels_last-inl.h.
+// blocks. The channels-last runs of the same blocks are in channels_last/backward-inl.h.
 //
 // Compiled into each SIMD target: included after foreach_target.h; Highway's per-target
 // include guard.
-#if defined(GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
-#undef GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
+#if defined(GS3D_KERNELS_BLOCKS_BACKWARD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_BLOCKS_BACKWARD_INL_H_
+#undef GS3D_KERNELS_BLOCKS_BACKWARD_INL_H_
 #else
-#define GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
+#define GS3D_KERNELS_BLOCKS_BACKWARD_INL_H_
 #endif
 
 #include <hwy/cache_control.h>
@@ -19,9 +19,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/backward_point-inl.h"
-#include "kernels/channels_last_copy-inl.h"  // StreamRun
-#include "kernels/simd_cells-inl.h"
+#include "kernels/backward/point-inl.h"
+#include "kernels/channels_last/copy-inl.h"  // StreamRun
+#include "kernels/blocks/cells-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -146,7 +146,7 @@ HWY_INLINE void ForEachRowBlockDepth(const Problem<T>& pb, int64_t n, int64_t d,
 }
 
 // A block of bilinear points, in structure-of-arrays form, vectorised across points:
-// (A) PrepareBlock: source indices and their derivatives (simd_cells-inl.h: vector form for
+// (A) PrepareBlock: source indices and their derivatives (blocks/cells-inl.h: vector form for
 //     zeros and border, PyTorch's scalar code for reflection), cells, weights, inside masks
 //     and the first corners' offsets;
 // (B) RunBlock, per channel: gradOutput, the corner values gathered, the grid gradient's
@@ -421,4 +421,4 @@ HWY_NOINLINE void NearestBlock(const Problem<T>& pb, int64_t n, const PointBlock
 }  // namespace gs3d::kernels
 HWY_AFTER_NAMESPACE();
 
-#endif  // GS3D_KERNELS_BACKWARD_BLOCKS_INL_H_
+#endif  // GS3D_KERNELS_BLOCKS_BACKWARD_INL_H_

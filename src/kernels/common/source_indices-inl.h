@@ -1,16 +1,16 @@
 // Source indices of grid values in vector form, PyTorch's formulas lane for lane
 // (unnormalize, clip, reflect; the backward's derivatives too): a vector at a time
 // (SourceIndexLanes, for the row phases' one-pass phase 1) and a block's axis or three axes
-// at a time (BlockSourceIndices, BlockSourceIndices3). Used by simd_cells-inl.h's blocks and
+// at a time (BlockSourceIndices, BlockSourceIndices3). Used by blocks/cells-inl.h's blocks and
 // the row phases.
 //
 // Compiled into each SIMD target: Highway's per-target include guard, included after
 // foreach_target.h.
-#if defined(GS3D_KERNELS_SOURCE_INDICES_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef GS3D_KERNELS_SOURCE_INDICES_INL_H_
-#undef GS3D_KERNELS_SOURCE_INDICES_INL_H_
+#if defined(GS3D_KERNELS_COMMON_SOURCE_INDICES_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_COMMON_SOURCE_INDICES_INL_H_
+#undef GS3D_KERNELS_COMMON_SOURCE_INDICES_INL_H_
 #else
-#define GS3D_KERNELS_SOURCE_INDICES_INL_H_
+#define GS3D_KERNELS_COMMON_SOURCE_INDICES_INL_H_
 #endif
 
 #include <hwy/highway.h>
@@ -19,10 +19,10 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/coordinates.h"
-#include "kernels/dispatch.h"
-#include "kernels/sampler_options.h"
-#include "kernels/simd_loads-inl.h"
+#include "kernels/common/coordinates.h"
+#include "kernels/common/dispatch.h"
+#include "kernels/common/sampler_options.h"
+#include "kernels/common/simd_loads-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -220,4 +220,4 @@ HWY_INLINE void BlockSourceIndices3(const S (*HWY_RESTRICT coord)[kBlock], int p
 }  // namespace gs3d::kernels
 HWY_AFTER_NAMESPACE();
 
-#endif  // GS3D_KERNELS_SOURCE_INDICES_INL_H_
+#endif  // GS3D_KERNELS_COMMON_SOURCE_INDICES_INL_H_

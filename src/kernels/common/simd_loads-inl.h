@@ -1,13 +1,13 @@
 // Elements to and from the kernels' compute type, one at a time or in vectors, and the grid
-// values of a block of points, in the layout the SIMD blocks compute on (simd_cells-inl.h).
+// values of a block of points, in the layout the SIMD blocks compute on (blocks/cells-inl.h).
 //
 // Compiled into each SIMD target: Highway's per-target include guard, included after
 // foreach_target.h.
-#if defined(GS3D_KERNELS_SIMD_LOADS_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef GS3D_KERNELS_SIMD_LOADS_INL_H_
-#undef GS3D_KERNELS_SIMD_LOADS_INL_H_
+#if defined(GS3D_KERNELS_COMMON_SIMD_LOADS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_COMMON_SIMD_LOADS_INL_H_
+#undef GS3D_KERNELS_COMMON_SIMD_LOADS_INL_H_
 #else
-#define GS3D_KERNELS_SIMD_LOADS_INL_H_
+#define GS3D_KERNELS_COMMON_SIMD_LOADS_INL_H_
 #endif
 
 #include <hwy/highway.h>
@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/element_types.h"
+#include "kernels/common/element_types.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -29,7 +29,7 @@ constexpr int kBlock = 64;
 // One element to and from the compute type, with the target's conversion instructions where
 // they are exact: F16C (x86 AVX2 and AVX-512 targets) for fp16, round to nearest even like
 // FromCompute. Elsewhere, and for bf16 (a shift and an integer rounding either way), the
-// portable conversions of element_types.h. Highway's portable fp16 conversions are not used:
+// portable conversions of common/element_types.h. Highway's portable fp16 conversions are not used:
 // they truncate and do not keep inf and NaN.
 #undef GS3D_HARDWARE_F16  // set anew for each target
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
@@ -183,4 +183,4 @@ HWY_INLINE void LoadGridRowDepth(const T* HWY_RESTRICT first, int64_t gs, int64_
 }  // namespace gs3d::kernels
 HWY_AFTER_NAMESPACE();
 
-#endif  // GS3D_KERNELS_SIMD_LOADS_INL_H_
+#endif  // GS3D_KERNELS_COMMON_SIMD_LOADS_INL_H_

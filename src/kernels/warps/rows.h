@@ -1,14 +1,14 @@
 // The fused warps' geometry (the output cut into chunks of rows) and their per-row
-// arithmetic (warp_rows.cpp, compiled per SIMD target): a chunk's coordinates, flowGrad from
+// arithmetic (warps/rows.cpp, compiled per SIMD target): a chunk's coordinates, flowGrad from
 // a chunk's gridGrad, and thetaGrad's partial sums.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/backward_plan.h"  // CeilDiv
-#include "kernels/element_types.h"
-#include "kernels/warp_chunks.h"
+#include "kernels/plan/backward.h"  // CeilDiv
+#include "kernels/common/element_types.h"
+#include "kernels/warps/chunks.h"
 
 namespace gs3d::kernels {
 
@@ -34,7 +34,7 @@ T* ElementAt(const View5& v, int64_t i0, int64_t i1, int64_t i2 = 0, int64_t i3 
 // over every plane (D), band after band, each plane after plane (chunks of whole planes made
 // the affine backward a fifth slower). Planes after planes, the grid's own order, reads a
 // flow and writes the output in long runs instead of runs of a few rows (the forward picks:
-// warp_chunks.cpp).
+// warps/chunks.cpp).
 enum class ChunkOrder { kBands, kPlanes };
 
 // The output's shape and its chunks of about kWarpChunkPoints points: in bands, rows along H

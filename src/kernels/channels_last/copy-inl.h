@@ -1,6 +1,6 @@
 // Copies of one batch item between its own layout (any strides) and a dense channels-last
 // buffer (D, H, W, C): the forward samples from such a copy of the input, and the backward
-// reads one and accumulates inputGrad into another (backward_kernel-inl.h). Threads
+// reads one and accumulates inputGrad into another (backward/kernel-inl.h). Threads
 // split the (d, h) rows. Each row goes through a block of L1 in pieces of whole columns
 // (`staged`, channel by channel), so that the strided side is read or written in runs and
 // the channels-last side in order; between the two, 4 x 4 tiles are transposed in 128-bit
@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/element_types.h"
+#include "kernels/common/element_types.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {

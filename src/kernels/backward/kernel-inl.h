@@ -2,7 +2,7 @@
 // gridGrad (derivative of the sample with respect to the grid coordinates).
 //
 // No races, and a result that does not depend on the thread count, by one of two plans:
-// - Scan (backward_scan-inl.h; grids close to the identity, nearest or one channel): one
+// - Scan (backward/scan-inl.h; grids close to the identity, nearest or one channel): one
 //   slab of the volume per thread, each task visiting the grid in order and writing only
 //   its slab, so that every element sums in one visiting order whatever the cut.
 // - Sorted slabs (SlabBackward, here; any grid): the input volume of each batch item is cut
@@ -14,10 +14,10 @@
 //   run at once. Each element thus sums its contributions in a fixed order: the even
 //   slab's points, then the odd one's (a slab's first plane gets both: its own points and
 //   the corners z0 + 1 of the slab before), each in the order the tasks visit rows
-//   (row_order.h).
+//   (plan/row_order.h).
 // Both compute gridGrad in the same pass from the same corners (coordinates once per point,
-// backward_blocks-inl.h), summing over channels in order; fp16/bf16 accumulate in an fp32
-// buffer and are rounded once at the end. Point by point (backward_point-inl.h) where the
+// blocks/backward-inl.h), summing over channels in order; fp16/bf16 accumulate in an fp32
+// buffer and are rounded once at the end. Point by point (backward/point-inl.h) where the
 // blocks do not apply.
 //
 // Compiled into each SIMD target of each element type's translation unit
@@ -33,13 +33,13 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
-#include "kernels/channels_last_copy-inl.h"
-#include "kernels/backward_blocks-inl.h"
-#include "kernels/backward_channels_last-inl.h"
-#include "kernels/backward_point-inl.h"
-#include "kernels/backward_keys-inl.h"
-#include "kernels/backward_scan-inl.h"
-#include "kernels/simd_cells-inl.h"
+#include "kernels/channels_last/copy-inl.h"
+#include "kernels/blocks/backward-inl.h"
+#include "kernels/channels_last/backward-inl.h"
+#include "kernels/backward/point-inl.h"
+#include "kernels/backward/slab_keys-inl.h"
+#include "kernels/backward/scan-inl.h"
+#include "kernels/blocks/cells-inl.h"
 #include "kernels/tricubic/backward-inl.h"
 
 #include <algorithm>
@@ -49,13 +49,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/backward_plan.h"
-#include "kernels/dispatch.h"
-#include "kernels/fast_divide.h"
+#include "kernels/plan/backward.h"
+#include "kernels/common/dispatch.h"
+#include "kernels/common/fast_divide.h"
 #include "kernels/grid_sampler3d_kernels.h"
-#include "kernels/row_order.h"
+#include "kernels/plan/row_order.h"
 #include "kernels/row_phases/backward-inl.h"
-#include "kernels/trilinear_corners.h"
+#include "kernels/common/trilinear_corners.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -68,7 +68,7 @@ namespace {
 // - the even slabs' tasks in parallel, each odd slab's once the even ones beside it are
 //   done (a graph, below). An even slab's task zero-fills its slab and the next; then a task
 //   takes, from each segment whose key range holds its slab, the run of that segment's points
-//   with its key, in grid order within the row; the rows in bands (row_order.h), the same
+//   with its key, in grid order within the row; the rows in bands (plan/row_order.h), the same
 //   order for every task.
 // Every element thus sums its contributions in a fixed order: the even slab's points, then
 // the odd one's (a plane gets both where it is the first of a slab: the corners z0 + 1 of
@@ -111,7 +111,7 @@ void SlabBackward(const Problem<T>& pb, const SlabPlan& plan, const BackwardWork
         }
     }
     const int64_t vol_d = a.input.size[2];
-    // Rows in bands (row_order.h); a slab is thin, so a band may be wide.
+    // Rows in bands (plan/row_order.h); a slab is thin, so a band may be wide.
     const int64_t row_bytes = a.input.size[4] * pb.channels * static_cast<int64_t>(sizeof(ComputeType<T>));
     const int64_t band = BandRows(row_bytes, kSortedBandBytes);
     auto run_slab = [&](int64_t n, int64_t slab) {

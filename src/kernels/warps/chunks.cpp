@@ -1,9 +1,9 @@
-#include "kernels/warp_chunks.h"
+#include "kernels/warps/chunks.h"
 
 #include <algorithm>
 
-#include "kernels/element_types.h"
-#include "kernels/warp_rows.h"
+#include "kernels/common/element_types.h"
+#include "kernels/warps/rows.h"
 
 namespace gs3d::kernels {
 namespace {
@@ -97,7 +97,7 @@ size_t ChunkGridBytes(const Chunking& c, ElementType type) {
     return AlignWorkspace(static_cast<size_t>(c.chunk_planes * c.chunk_rows * c.out_w * 3) * ElementBytes(type));
 }
 
-// The forward's chunk order (warp_rows.h): a displacement warp reads a flow as large as the
+// The forward's chunk order (warps/rows.h): a displacement warp reads a flow as large as the
 // grid, in long runs in planes (8% faster at 128^3); an affine warp reads only the input,
 // where a rotation's bands keep more of what neighbouring rows read in cache (planes were
 // 14% slower).

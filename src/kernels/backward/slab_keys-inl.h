@@ -1,14 +1,14 @@
-// The sorted plan's keys (backward_kernel-inl.h, SlabBackward): each grid point's slab,
+// The sorted plan's keys (backward/kernel-inl.h, SlabBackward): each grid point's slab,
 // computed row by row, and each row's points sorted by key within segments (a stable
 // counting sort), so that a slab's task finds its points as one run per segment.
 //
 // Compiled into each SIMD target: Highway's per-target include guard, included after
 // foreach_target.h.
-#if defined(GS3D_KERNELS_BACKWARD_KEYS_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef GS3D_KERNELS_BACKWARD_KEYS_INL_H_
-#undef GS3D_KERNELS_BACKWARD_KEYS_INL_H_
+#if defined(GS3D_KERNELS_BACKWARD_SLAB_KEYS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef GS3D_KERNELS_BACKWARD_SLAB_KEYS_INL_H_
+#undef GS3D_KERNELS_BACKWARD_SLAB_KEYS_INL_H_
 #else
-#define GS3D_KERNELS_BACKWARD_KEYS_INL_H_
+#define GS3D_KERNELS_BACKWARD_SLAB_KEYS_INL_H_
 #endif
 
 #include <hwy/highway.h>
@@ -16,10 +16,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/backward_plan.h"
-#include "kernels/backward_point-inl.h"
-#include "kernels/fast_divide.h"
-#include "kernels/simd_cells-inl.h"
+#include "kernels/plan/backward.h"
+#include "kernels/backward/point-inl.h"
+#include "kernels/common/fast_divide.h"
+#include "kernels/blocks/cells-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -148,4 +148,4 @@ HWY_INLINE void KeyRun(const uint8_t* HWY_RESTRICT keys, int64_t count, uint8_t 
 }  // namespace gs3d::kernels
 HWY_AFTER_NAMESPACE();
 
-#endif  // GS3D_KERNELS_BACKWARD_KEYS_INL_H_
+#endif  // GS3D_KERNELS_BACKWARD_SLAB_KEYS_INL_H_

@@ -1,4 +1,4 @@
-#include "kernels/backward_plan.h"
+#include "kernels/plan/backward.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Fused warps: an affine map (theta) or a displacement field (flow) turned into sampling
-// coordinates chunk by chunk of the output's rows (warp_rows.h), each chunk sampled by the grid
+// coordinates chunk by chunk of the output's rows (warps/rows.h), each chunk sampled by the grid
 // sampler's kernels. No grid of the whole output is ever built: the workspace holds one
 // chunk's coordinates (and their gradient), whatever the output's size.
 #pragma once
@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/backward_plan.h"
+#include "kernels/plan/backward.h"
 #include "kernels/grid_sampler3d_kernels.h"
 
 namespace gs3d::kernels {

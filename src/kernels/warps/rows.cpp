@@ -1,4 +1,4 @@
-// The fused warps' per-row arithmetic (warp_rows.h), compiled per SIMD target: a row's
+// The fused warps' per-row arithmetic (warps/rows.h), compiled per SIMD target: a row's
 // coordinates and flowGrad loaded, computed and stored in vectors, (x, y, z) interleaved by
 // the target's shuffles, where the row is in the compute type and packed along W (fp32 and
 // fp64, NCDHW flows). Other rows (fp16, bf16, channels-last flows) and every row's last
@@ -6,7 +6,7 @@
 // code: the same bits either way. In baseline x86-64 code, one value at a time, the
 // displacement warp's coordinates and flowGrad took a fifth of its forward + backward.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/warp_rows.cpp"
+#define HWY_TARGET_INCLUDE "kernels/warps/rows.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
 #include <hwy/highway.h>
@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/simd_loads-inl.h"
-#include "kernels/warp_rows.h"
+#include "kernels/common/simd_loads-inl.h"
+#include "kernels/warps/rows.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
