@@ -66,6 +66,19 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> IndexToOffset(D d, hn::Vec<D> v) {
     return hn::Sub(hn::BitCast(di, hn::Add(v, hn::Set(d, shift))), hn::Set(di, bits));
 }
 
+// One axis's bounds as vectors, set once before a loop over vectors: the top slot (size - 2)
+// or corner (size - 1) and the size. GCC set them per vector inside the loop where whether the
+// axis has slots was a run-time value (y).
+template <class D>
+struct AxisBounds {
+    using S = hn::TFromD<D>;
+    hn::Vec<D> top, size;
+    bool slots;
+    HWY_INLINE AxisBounds(D d, int64_t n, bool with_slots)
+        : top(hn::Set(d, static_cast<S>(with_slots ? n - 2 : n - 1))), size(hn::Set(d, static_cast<S>(n))),
+          slots(with_slots) {}
+};
+
 // One axis of a vector of points' cells: PyTorch's weights of the corners floor and floor + 1
 // (bit for bit as BlockCells), then the two slots (c, c + 1) or the two corners, each
 // clamped into the volume, that stand for them. Every comparison is false for NaN, and NaN,
@@ -82,14 +95,15 @@ struct AxisCell {
     V index[2], weight[2], sign[2];
     M ok[2], every;
 
-    HWY_INLINE AxisCell(D d, V i, int64_t size, bool slots) {
+    HWY_INLINE AxisCell(D d, V i, int64_t size, bool slots) : AxisCell(d, i, AxisBounds<D>(d, size, slots)) {}
+    HWY_INLINE AxisCell(D d, V i, const AxisBounds<D>& bounds) {
         const V one = hn::Set(d, S(1)), minus_one = hn::Set(d, S(-1)), zero = hn::Zero(d);
         const V floor = hn::Floor(i);
         const V w0 = hn::Sub(hn::Add(floor, one), i), w1 = hn::Sub(i, floor);
         // Clamped to [0, top]: NaN and -inf to 0 (the comparison is false for them).
-        auto clamp = [&](V v, S top) HWY_ATTR { return hn::Min(hn::IfThenElseZero(hn::Ge(v, zero), v), hn::Set(d, top)); };
-        if (slots) {  // size >= 2
-            index[0] = clamp(floor, static_cast<S>(size - 2));
+        auto clamp = [&](V v) HWY_ATTR { return hn::Min(hn::IfThenElseZero(hn::Ge(v, zero), v), bounds.top); };
+        if (bounds.slots) {  // size >= 2
+            index[0] = clamp(floor);
             // floor - c: 0 where both corners are inside; -1 (floor = -1) where slot c holds
             // corner floor + 1 and slot c + 1 none; +1 (floor = size - 1) where slot c holds
             // none and slot c + 1 corner floor; anything else (NaN included) where none is inside.
@@ -103,9 +117,9 @@ struct AxisCell {
             // FloorIndex's -2 for NaN, inf and indices beyond [-1, size]: both corners then
             // clamp to plane 0, as BlockCells has them; the scan's row ranges take their
             // planes from here (BilinearPlanes), so the backward's slabs agree on each one.
-            const M near = hn::And(hn::Ge(i, minus_one), hn::Le(i, hn::Set(d, static_cast<S>(size))));
+            const M near = hn::And(hn::Ge(i, minus_one), hn::Le(i, bounds.size));
             const V first = hn::IfThenElse(near, floor, hn::Set(d, S(-2))), next = hn::Add(first, one);
-            index[0] = clamp(first, static_cast<S>(size - 1)), index[1] = clamp(next, static_cast<S>(size - 1));
+            index[0] = clamp(first), index[1] = clamp(next);
             weight[0] = w0, weight[1] = w1;
             sign[0] = minus_one, sign[1] = one;
             ok[0] = hn::Eq(index[0], first), ok[1] = hn::Eq(index[1], next);
@@ -125,13 +139,32 @@ struct BlockIndices {
     }
 };
 
-// The three axes' cells of a vector of points in a volume of the geometry: x and (H >= 2) y
-// in slots, z in corners.
+// The three axes' bounds in a volume of the geometry (x and, where H >= 2, y in slots, z in
+// corners), and its strides for the corner rows' offsets (CornerRows::Store). The offsets are
+// whole numbers: in the compute type they are exact below 2^22 (fp32; IndexToOffset's range)
+// or 2^51 (fp64), where two multiply-adds and a conversion form them, against three int32
+// multiplies (two micro-ops each on x86) and four conversions.
+template <class D>
+struct VolumeBounds {
+    using S = hn::TFromD<D>;
+    AxisBounds<D> axis[3];
+    hn::Vec<D> stride_y, stride_z;
+    int64_t y_step;            // from y slot 0 to y slot 1
+    bool offsets_in_compute;   // every offset exact in the compute type
+    HWY_INLINE VolumeBounds(D d, const TrilinearGeometry& g)
+        : axis{{d, g.size[2], true}, {d, g.size[1], g.size[1] >= 2}, {d, g.size[0], false}},
+          stride_y(hn::Set(d, static_cast<S>(g.stride[1]))), stride_z(hn::Set(d, static_cast<S>(g.stride[0]))),
+          y_step((g.size[1] >= 2) * g.stride[1]),
+          offsets_in_compute((g.size[0] - 1) * g.stride[0] + (g.size[1] - 1) * g.stride[1] + g.size[2] - 1 <
+                             (int64_t{1} << (sizeof(S) == 4 ? 22 : 51))) {}
+};
+
+// The three axes' cells of a vector of points.
 template <class D>
 struct PointCells {
     AxisCell<D> axis[3];
-    HWY_INLINE PointCells(D d, const hn::Vec<D> i[3], const TrilinearGeometry& g)
-        : axis{{d, i[0], g.size[2], true}, {d, i[1], g.size[1], g.size[1] >= 2}, {d, i[2], g.size[0], false}} {}
+    HWY_INLINE PointCells(D d, const hn::Vec<D> i[3], const VolumeBounds<D>& b)
+        : axis{{d, i[0], b.axis[0]}, {d, i[1], b.axis[1]}, {d, i[2], b.axis[2]}} {}
 };
 
 // Each corner row's pair offset in a volume: row r (y = r & 1, z = r >> 1, PyTorch's corner
@@ -144,33 +177,36 @@ struct CornerRows {
 
     HWY_INLINE int64_t Row(int r, int i) const { return base[r >> 1][i] + (r & 1) * y_step; }
 
-    // Lanes i .. from the cells, for a volume of the geometry (W stride 1): in int32 lanes for
-    // fp32 (CornerPairsServe checks OffsetsFit), in exact doubles for fp64 (offsets below 2^51).
+    // Lanes i .. from the cells, for a volume of the bounds and geometry (W stride 1): in the
+    // compute type where VolumeBounds says they are exact there (fp64: below 2^51 elements in
+    // any volume memory holds), else in int32 lanes (fp32; CornerPairsServe checks OffsetsFit).
     template <class D>
-    HWY_INLINE void Store(D d, const PointCells<D>& cells, const TrilinearGeometry& g, int i) {
-        using S2 = hn::TFromD<D>;
+    HWY_INLINE void Store(D d, const PointCells<D>& cells, const VolumeBounds<D>& b, const TrilinearGeometry& g,
+                          int i) {
         const hn::RebindToSigned<D> di;
-        const AxisCell<D>*a = cells.axis;
-        y_step = (g.size[1] >= 2) * g.stride[1];
-        if constexpr (sizeof(S2) == 4) {
-            const auto yx = hn::Add(hn::Mul(IndexToOffset(d, a[1].index[0]), hn::Set(di, static_cast<Offset>(g.stride[1]))),
-                                    IndexToOffset(d, a[0].index[0]));
-            const auto sz = hn::Set(di, static_cast<Offset>(g.stride[0]));
-            for (int k = 0; k < 2; ++k) hn::Store(hn::Add(hn::Mul(IndexToOffset(d, a[2].index[k]), sz), yx), di, base[k] + i);
-        } else {
-            const auto yx = hn::Add(hn::Mul(a[1].index[0], hn::Set(d, static_cast<S2>(g.stride[1]))), a[0].index[0]);
-            const auto sz = hn::Set(d, static_cast<S2>(g.stride[0]));
-            for (int k = 0; k < 2; ++k) hn::Store(IndexToOffset(d, hn::Add(hn::Mul(a[2].index[k], sz), yx)), di, base[k] + i);
+        const AxisCell<D>* a = cells.axis;
+        y_step = b.y_step;
+        if constexpr (sizeof(S) == 4) {
+            if (!b.offsets_in_compute) {
+                const auto yx = hn::Add(hn::Mul(IndexToOffset(d, a[1].index[0]), hn::Set(di, static_cast<Offset>(g.stride[1]))),
+                                        IndexToOffset(d, a[0].index[0]));
+                const auto sz = hn::Set(di, static_cast<Offset>(g.stride[0]));
+                for (int k = 0; k < 2; ++k) hn::Store(hn::Add(hn::Mul(IndexToOffset(d, a[2].index[k]), sz), yx), di, base[k] + i);
+                return;
+            }
         }
+        const auto yx = hn::MulAdd(a[1].index[0], b.stride_y, a[0].index[0]);
+        for (int k = 0; k < 2; ++k) hn::Store(IndexToOffset(d, hn::MulAdd(a[2].index[k], b.stride_z, yx)), di, base[k] + i);
     }
     // Every lane of a block, for a second volume's geometry.
     HWY_INLINE void Compute(const BlockIndices<S>& index, int padded, const TrilinearGeometry& g) {
         using D = hn::ScalableTag<S>;
         const D d;
+        const VolumeBounds<D> bounds(d, g);
         for (int i = 0; i < padded; i += static_cast<int>(hn::Lanes(d))) {
             hn::Vec<D> v[3];
             index.Load(d, i, v);
-            Store(d, PointCells<D>(d, v, g), g, i);
+            Store(d, PointCells<D>(d, v, bounds), bounds, g, i);
         }
     }
 };
@@ -209,15 +245,16 @@ struct KeptMasks {
 #endif
 };
 
-// Phase 1 of a block's points, for phase 3 to load: per axis and slot (or corner) the weight;
-// per corner k (x slot = bit 0, y = bit 1, z = bit 2) whether it counts (KeptMasks: the
-// three axes' masks combined once here, not per channel); along the slotted axes (x, y) the
+// Phase 1 of a block's points, for phase 3 to load: per axis and slot (or corner) the weight
+// and whether it counts (KeptMasks; a corner counts where its three axes' slots do, combined
+// in phase 3 and only for blocks with a corner outside, since AVX-512's mask logic runs on
+// one port, which phase 1's vector work also needs); along the slotted axes (x, y) the
 // sign of each slot's term in d(weight)/d(index) (z's corners keep -1 and +1); the corner
 // rows' offsets; and the planes of the two z corners (for the backward's slab cuts).
 template <typename S>
 struct RowCells {
     HWY_ALIGN S w[3][2][kBlock];
-    KeptMasks<S> ok[8];
+    KeptMasks<S> ok[3][2];
     HWY_ALIGN S sign[2][2][kBlock];
     HWY_ALIGN S plane[2][kBlock];
     CornerRows<S> rows;
@@ -249,6 +286,7 @@ struct RowCells {
         using Indexer = SourceIndexLanes<D, P, kBackward>;
         const Indexer axis_index[3] = {{d, in_size[4], align}, {d, in_size[3], align}, {d, in_size[2], align}};
         const TrilinearGeometry g = volume;  // a copy that no store in the loop can change
+        const VolumeBounds<D> bounds(d, g);
         bool all = true;
         for (int i = 0; i < padded; i += lanes) {
             hn::Vec<D> v[3];
@@ -258,7 +296,7 @@ struct RowCells {
                 for (int a = 0; a < 3; ++a) v[a] = hn::IfThenElse(real, v[a], hn::Set(d, S(-4)));
             if (indices != nullptr)
                 for (int a = 0; a < 3; ++a) hn::Store(v[a], d, indices->axis[a] + i);
-            const PointCells<D> cells(d, v, g);
+            const PointCells<D> cells(d, v, bounds);
             const AxisCell<D>* a = cells.axis;
             all = all && hn::AllTrue(d, hn::Or(hn::Not(real), hn::And(hn::And(a[0].every, a[1].every), a[2].every)));
             for (int axis = 0; axis < 3; ++axis)
@@ -266,18 +304,19 @@ struct RowCells {
                     hn::Store(a[axis].weight[k], d, w[axis][k] + i);
                     if (kBackward && axis < 2) hn::Store(a[axis].sign[k], d, sign[axis][k] + i);
                 }
-            for (int k = 0; k < 8; ++k)
-                ok[k].Store(d, hn::And(hn::And(a[0].ok[k & 1], a[1].ok[(k >> 1) & 1]), a[2].ok[k >> 2]), i);
+            for (int axis = 0; axis < 3; ++axis)
+                for (int k = 0; k < 2; ++k) ok[axis][k].Store(d, a[axis].ok[k], i);
             if (kBackward) hn::Store(a[2].index[0], d, plane[0] + i), hn::Store(a[2].index[1], d, plane[1] + i);
-            rows.Store(d, cells, g, i);
+            rows.Store(d, cells, bounds, g, i);
         }
         all_inside = all;
     }
 };
 
 // Lanes i .. of a block's cells, loaded for phase 3: corner k (x slot = bit 0, y = bit 1,
-// z = bit 2) has weight (wx * wy) * wz, PyTorch's product, and counts where Ok(k) (loaded
-// where asked for: a mask register each, as the compiler kept an array of them in memory).
+// z = bit 2) has weight (wx * wy) * wz, PyTorch's product, and counts where Ok(k) (its axes'
+// masks loaded and combined where asked for: kept as an array of mask registers, they were
+// spilled through the stack).
 template <class D>
 struct LaneCells {
     using V = hn::Vec<D>;
@@ -294,7 +333,11 @@ struct LaneCells {
         for (int k = 0; k < 4; ++k) xy[k] = hn::Mul(w[0][k & 1], w[1][k >> 1]);
     }
     HWY_INLINE V Weight(int k) const { return hn::Mul(xy[k & 3], w[2][k >> 2]); }
-    HWY_INLINE M Ok(int k) const { return cells.ok[k].Load(D(), i); }
+    HWY_INLINE M Ok(int k) const {
+        const D d;
+        return hn::And(hn::And(cells.ok[0][k & 1].Load(d, i), cells.ok[1][(k >> 1) & 1].Load(d, i)),
+                       cells.ok[2][k >> 2].Load(d, i));
+    }
 };
 
 // The padding lanes' pairs (points count .. padded - 1) set to 0.
