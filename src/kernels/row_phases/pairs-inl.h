@@ -147,12 +147,14 @@ struct BlockIndices {
 template <class D>
 struct VolumeBounds {
     using S = hn::TFromD<D>;
+    const TrilinearGeometry& geometry;  // the caller's, for the int32 offsets
     AxisBounds<D> axis[3];
     hn::Vec<D> stride_y, stride_z;
     int64_t y_step;            // from y slot 0 to y slot 1
     bool offsets_in_compute;   // every offset exact in the compute type
     HWY_INLINE VolumeBounds(D d, const TrilinearGeometry& g)
-        : axis{{d, g.size[2], true}, {d, g.size[1], g.size[1] >= 2}, {d, g.size[0], false}},
+        : geometry(g),
+          axis{{d, g.size[2], true}, {d, g.size[1], g.size[1] >= 2}, {d, g.size[0], false}},
           stride_y(hn::Set(d, static_cast<S>(g.stride[1]))), stride_z(hn::Set(d, static_cast<S>(g.stride[0]))),
           y_step((g.size[1] >= 2) * g.stride[1]),
           offsets_in_compute((g.size[0] - 1) * g.stride[0] + (g.size[1] - 1) * g.stride[1] + g.size[2] - 1 <
@@ -177,17 +179,17 @@ struct CornerRows {
 
     HWY_INLINE int64_t Row(int r, int i) const { return base[r >> 1][i] + (r & 1) * y_step; }
 
-    // Lanes i .. from the cells, for a volume of the bounds and geometry (W stride 1): in the
-    // compute type where VolumeBounds says they are exact there (fp64: below 2^51 elements in
-    // any volume memory holds), else in int32 lanes (fp32; CornerPairsServe checks OffsetsFit).
+    // Lanes i .. from the cells, for the volume of the bounds (W stride 1): in the compute type
+    // where VolumeBounds says they are exact there (fp64: below 2^51 elements in any volume
+    // memory holds), else in int32 lanes (fp32; CornerPairsServe checks OffsetsFit).
     template <class D>
-    HWY_INLINE void Store(D d, const PointCells<D>& cells, const VolumeBounds<D>& b, const TrilinearGeometry& g,
-                          int i) {
+    HWY_INLINE void Store(D d, const PointCells<D>& cells, const VolumeBounds<D>& b, int i) {
         const hn::RebindToSigned<D> di;
         const AxisCell<D>* a = cells.axis;
         y_step = b.y_step;
         if constexpr (sizeof(S) == 4) {
             if (!b.offsets_in_compute) {
+                const TrilinearGeometry& g = b.geometry;
                 const auto yx = hn::Add(hn::Mul(IndexToOffset(d, a[1].index[0]), hn::Set(di, static_cast<Offset>(g.stride[1]))),
                                         IndexToOffset(d, a[0].index[0]));
                 const auto sz = hn::Set(di, static_cast<Offset>(g.stride[0]));
@@ -206,7 +208,7 @@ struct CornerRows {
         for (int i = 0; i < padded; i += static_cast<int>(hn::Lanes(d))) {
             hn::Vec<D> v[3];
             index.Load(d, i, v);
-            Store(d, PointCells<D>(d, v, bounds), bounds, g, i);
+            Store(d, PointCells<D>(d, v, bounds), bounds, i);
         }
     }
 };
@@ -285,7 +287,7 @@ struct RowCells {
         const int lanes = static_cast<int>(hn::Lanes(d));
         using Indexer = SourceIndexLanes<D, P, kBackward>;
         const Indexer axis_index[3] = {{d, in_size[4], align}, {d, in_size[3], align}, {d, in_size[2], align}};
-        const TrilinearGeometry g = volume;  // a copy that no store in the loop can change
+        const TrilinearGeometry g = volume;  // a copy that no store in the loop can change (the int32 offsets read it)
         const VolumeBounds<D> bounds(d, g);
         bool all = true;
         for (int i = 0; i < padded; i += lanes) {
@@ -307,7 +309,7 @@ struct RowCells {
             for (int axis = 0; axis < 3; ++axis)
                 for (int k = 0; k < 2; ++k) ok[axis][k].Store(d, a[axis].ok[k], i);
             if (kBackward) hn::Store(a[2].index[0], d, plane[0] + i), hn::Store(a[2].index[1], d, plane[1] + i);
-            rows.Store(d, cells, bounds, g, i);
+            rows.Store(d, cells, bounds, i);
         }
         all_inside = all;
     }
