@@ -1,8 +1,9 @@
 // The kernels' paths that only larger or particular problems reach, against the independent
 // reference: full SIMD blocks in every slab, rows longer than a sort segment, every key spread
 // of the sorted plan, the channels-last copies of wide rows, smooth grids whose corners lie side
-// by side, the one-channel pair blocks, and the channels-last kernels on other layouts. Run on
-// every SIMD target (tests/CMakeLists.txt), since lane counts decide which path a row takes.
+// by side, the one-channel pair blocks, offsets past 2^22, and the channels-last kernels on
+// other layouts. Run on every SIMD target (tests/CMakeLists.txt), since lane counts decide
+// which path a row takes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -190,6 +191,34 @@ TEST(SmoothGrids, OneChannelPairBlocksMatchReference) {
                 bc.ExpectMatchesReference(options, type, std::string(DtypeName(type)) + " padding " +
                                                              std::to_string(padding) + " align " + std::to_string(align));
             }
+}
+
+// fp32 row phases form the corner rows' offsets in floats where every offset of the volume is
+// below 2^22, and in int32 lanes beyond: a volume of 66 x 250 x 256 (4,224,000 elements, its
+// last offset past 2^22) takes the int32 lanes, forward and backward, on a random and a
+// near-identity grid, with zeros and reflection padding.
+TEST(LargerProblems, OffsetsPastTwoToThe22MatchReference) {
+    const int64_t d = 66, h = 250, w = 256, od = 2, oh = 3, ow = 67;
+    std::mt19937 rng(61);
+    for (bool random_grid : {true, false})
+        for (int padding : {0, 2}) {
+            const RefOptions options{0, padding, false};
+            BackwardCase bc(ACL_FLOAT, 1, 1, d, h, w, od, oh, ow, 62u);
+            if (!random_grid) {
+                bc.grid_values = NearIdentityGrid(rng, 1, od, oh, ow, 0.02);
+                StoreGrid(bc.grid_values, &bc.grid);
+            }
+            const std::string what = std::string(random_grid ? "random" : "near identity") + " grid, padding " +
+                                     std::to_string(padding);
+            TestTensor out({1, 1, od, oh, ow}, ACL_FLOAT);
+            ASSERT_EQ(RunForward(bc.input.get(), bc.grid.get(), options, out.get()), ACLNN_SUCCESS);
+            EXPECT_EQ(CompareArrays(LoadVolume(out, false), ReferenceForward(bc.input_values, bc.grid_values, options),
+                                    ACL_FLOAT),
+                      "")
+                << what << ": forward";
+            ASSERT_EQ(bc.Run(std::nullopt, options), ACLNN_SUCCESS);
+            bc.ExpectMatchesReference(options, ACL_FLOAT, what);
+        }
 }
 
 // The backward with a dense NCDHW inputGrad and 4 channels or more runs with channels last
