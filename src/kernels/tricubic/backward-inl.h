@@ -3,7 +3,7 @@
 // slab; so every inputGrad element sums its contributions in grid order (and a point's taps
 // in (z, y, x) order) whatever the thread count, and no two threads write one element.
 // gridGrad: each thread gathers the 64 taps of the points of its share of the grid's rows
-// (blocks-inl.h's sums, times gradOutput, summed over the channels), as PyTorch's 2-D bicubic
+// (sums-inl.h's sums, times gradOutput, summed over the channels), as PyTorch's 2-D bicubic
 // backward does per point.
 //
 // Compiled into each SIMD target: included by backward/kernel-inl.h (after foreach_target.h)
@@ -25,6 +25,8 @@
 #include "kernels/backward/point-inl.h"
 #include "kernels/common/element_types.h"
 #include "kernels/tricubic/blocks-inl.h"
+#include "kernels/tricubic/moves-inl.h"
+#include "kernels/tricubic/sums-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -49,7 +51,8 @@ void TricubicBackwardShare(const Problem<T>& pb, int64_t n, int64_t z_begin, int
     const T* in_n = pb.channels > 0 ? pb.in + n * in.stride[0] : nullptr;
     S* acc_n = scatters && pb.channels > 0 ? pb.acc + n * pb.acc_stride[0] : nullptr;
     CubicBlock<S> block;
-    alignas(64) S grad[kCubicBlock], sample[kCubicBlock], dx[kCubicBlock], dy[kCubicBlock], dz[kCubicBlock];
+    alignas(64) S grad[kCubicBlock], dx[kCubicBlock], dy[kCubicBlock], dz[kCubicBlock];
+    S* const sums[3] = {dx, dy, dz};
     alignas(64) S gix[kCubicBlock], giy[kCubicBlock], giz[kCubicBlock];
     for (int64_t row = scatters ? 0 : row_begin; row < (scatters ? rows : row_end); ++row) {
         const int64_t d = row / pb.out_h, h = row % pb.out_h;
@@ -71,7 +74,7 @@ void TricubicBackwardShare(const Problem<T>& pb, int64_t n, int64_t z_begin, int
                 for (int p = 0; p < kCubicBlock; ++p) grad[p] = p < count ? ToCompute(gout_c[p * go.stride[4]]) : S(0);
                 if (grid_grad) {
                     CubicPhase2(in_n + c * in.stride[1], in_strides, &block);
-                    CubicPhase3<true>(block, sample, dx, dy, dz);
+                    CubicPhase3<true>(block, sums);
                     for (int p = 0; p < count; ++p) {
                         gix[p] -= dx[p] * grad[p];
                         giy[p] -= dy[p] * grad[p];

@@ -16,10 +16,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/element_types.h"
 #include "kernels/grid_sampler3d_kernels.h"
 #include "kernels/tricubic/blocks-inl.h"
+#include "kernels/tricubic/moves-inl.h"
+#include "kernels/tricubic/sums-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gs3d::kernels {
@@ -53,8 +56,12 @@ void TricubicForward(const ForwardArgs& args) {
                 T* out_c = out_row + w0 * out.stride[4];
                 for (int64_t c = 0; c < in.size[1]; ++c, in_c += in.stride[1], out_c += out.stride[1]) {
                     CubicPhase2(in_c, strides, &block);
-                    CubicPhase3<false, S>(block, sample, nullptr, nullptr, nullptr);
-                    for (int p = 0; p < count; ++p) out_c[p * out.stride[4]] = FromCompute<T>(sample[p]);
+                    // a whole block of a packed output row of the compute type takes the samples directly
+                    const bool direct = std::is_same_v<T, S> && count == kCubicBlock && out.stride[4] == 1;
+                    S* const results[1] = {direct ? reinterpret_cast<S*>(out_c) : sample};
+                    CubicPhase3<false, S>(block, results);
+                    if (!direct)
+                        for (int p = 0; p < count; ++p) out_c[p * out.stride[4]] = FromCompute<T>(sample[p]);
                 }
             }
         }
