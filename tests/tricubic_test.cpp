@@ -152,8 +152,9 @@ TEST(TricubicThreads, SameBitsForAnyThreadCount) {
 
 // Every SIMD target gives the same bits (design.md), for every padding: the taps' padding in
 // vectors (reflection's marked lanes and the targets without vector reflection in scalar
-// code), the edge points' moves and the transposes of each vector width. A random grid over a
-// small volume puts most points at the edges; some coordinates are NaN, inf or huge.
+// code), the edge points' moves, the paired moves and the elementwise sums of each vector
+// width. A random grid over a small volume puts most points at the edges; some coordinates
+// are NaN, inf or huge.
 TEST(TricubicTargets, SameBitsOnEverySimdTarget) {
     const double kInf = std::numeric_limits<double>::infinity();
     const std::vector<double> unusual = {std::numeric_limits<double>::quiet_NaN(), kInf, -kInf, 3e9, -3e9, 1e6, -7.5};
