@@ -121,17 +121,25 @@ HWY_INLINE void CubicPhase2(const T* in_c, const int64_t* stride, CubicBlock<S>*
             for (int i = 0; i < 4; ++i) window = reads[0][i] ? std::min(window, offset[0][i]) : window;
             for (int i = 0; i < 4; ++i) lane[i] = static_cast<CubicIndex<S>>(reads[0][i] ? offset[0][i] - window : -1);
         }
+        if (x_run || x_window) {
+            // each row's first value to move (its run, or its window), or zeros: the pointers
+            // first, then the moves, each case in a loop of its own without branches
+            const int64_t x_first = x_run ? offset[0][0] : window;
+            const T* from[16];
+            for (int r = 0; r < 16; ++r)
+                from[r] = (reads[2][r >> 2] & reads[1][r & 3]) ? in_c + offset[2][r >> 2] + offset[1][r & 3] + x_first : kZeros;
+            if (x_run) {
+                for (int r = 0; r < 16; ++r) std::memcpy(b->values[r] + 4 * p, from[r], 4 * sizeof(S));
+            } else if constexpr (kWindowLanes<S> && std::is_same_v<T, S>) {
+                for (int r = 0; r < 16; ++r) PickWindowLanes(from[r], lane, b->values[r] + 4 * p);
+            }
+            continue;
+        }
         for (int r = 0; r < 16; ++r) {
             const bool row_reads = reads[2][r >> 2] & reads[1][r & 3];
             const T* row = in_c + offset[2][r >> 2] + offset[1][r & 3];
-            if (x_run) {
-                std::memcpy(b->values[r] + 4 * p, row_reads ? row + offset[0][0] : kZeros, 4 * sizeof(S));
-            } else if (x_window) {
-                if constexpr (kWindowLanes<S> && std::is_same_v<T, S>) PickWindowLanes(row_reads ? row + window : kZeros, lane, b->values[r] + 4 * p);
-            } else {
-                for (int i = 0; i < 4; ++i)
-                    b->values[r][4 * p + i] = ToCompute(*((row_reads & reads[0][i]) ? row + offset[0][i] : kZeros));
-            }
+            for (int i = 0; i < 4; ++i)
+                b->values[r][4 * p + i] = ToCompute(*((row_reads & reads[0][i]) ? row + offset[0][i] : kZeros));
         }
     }
 }
